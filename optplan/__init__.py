@@ -1,0 +1,12 @@
+"""optplan: optimal static memory plans for machine-learning models."""
+
+from optplan.bounds import lower_bounds
+from optplan.errors import OptplanError, ProblemError
+from optplan.plan import Placement, Plan, Status
+from optplan.planners import solve
+from optplan.problem import Buffer, Memory, Problem, RelativePlacement
+from optplan.validate import validate
+
+__all__ = ["Buffer", "Memory", "OptplanError", "Placement", "Plan", "Problem", "ProblemError",
+           "RelativePlacement", "Status", "lower_bounds", "solve", "validate"]
+__version__ = "0.1.0"

@@ -1,0 +1,129 @@
+"""Lower bounds on each memory's peak, and infeasibility proofs from load vs. capacity.
+
+The live load at a time step (bytes that must exist then) cannot be packed into less space.
+For a hierarchy, the units that can only go to a set T of memories must fit into T's total
+capacity at every step; whatever of that load the other memories of T cannot take lands in the
+remaining one. Units (a buffer and everything placed relative to it) count with their footprint,
+so deliberate overlaps inside a unit are not counted twice.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from optplan.problem import Problem, Unit
+
+
+@dataclass(frozen=True)
+class Bounds:
+    lower: dict[str, int]  # memory -> proven lower bound on its peak
+    step: dict[str, int | None]  # memory -> a time step where that bound is attained
+    infeasible: str | None = None  # why no plan can exist, naming memory/step or buffer
+
+
+def peak_load(start: np.ndarray, end: np.ndarray, size: np.ndarray) -> tuple[int, int | None]:
+    """Max over time of the summed sizes of intervals ``[start, end)``, and the first step where it occurs."""
+    if len(start) == 0:
+        return 0, None
+    times = np.concatenate([start, end])
+    delta = np.concatenate([size, -size])
+    # at equal times, ends (negative deltas) come first: half-open intervals
+    order = np.lexsort((delta, times))
+    load = np.cumsum(delta[order])
+    i = int(np.argmax(load))
+    return int(load[i]), int(times[order][i])
+
+
+def _pieces(units: list[Unit], rounding: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Time spans and heights of the units' footprints; sizes rounded up to ``rounding``.
+
+    Returns the largest rounding slack too: only the topmost buffer escapes the rounding.
+    """
+    t0, t1, h, slack = [], [], [], 0
+    for u in units:
+        for a, b, y0, y1 in u.pieces:
+            size = y1 - y0
+            rounded = -(-size // rounding) * rounding
+            slack = max(slack, rounded - size)
+            t0.append(a), t1.append(b), h.append(rounded)
+    return np.array(t0, np.int64), np.array(t1, np.int64), np.array(h, np.int64), slack
+
+
+_cache: weakref.WeakKeyDictionary[Problem, Bounds] = weakref.WeakKeyDictionary()
+
+
+def lower_bounds(problem: Problem) -> Bounds:
+    """Per-memory lower bounds (cached per Problem object: every planner asks for them)."""
+    if problem not in _cache:
+        _cache[problem] = _lower_bounds(problem)
+    return _cache[problem]
+
+
+def _lower_bounds(problem: Problem) -> Bounds:
+    names = problem.memory_names
+    cap = {m.name: m.capacity for m in problem.memories}
+    units = problem.units
+    lower = {m: 0 for m in names}
+    step: dict[str, int | None] = {m: None for m in names}
+
+    for u in units:
+        bounded = [cap[m] for m in u.memories if cap[m] is not None]
+        if len(bounded) == len(u.memories) and u.height > max(bounded):
+            return Bounds(lower, step, f"buffer {u.root!r} needs {u.height} bytes; no memory it may use is that large")
+        if u.fixed_offset is not None and len(u.memories) == 1:
+            m = u.memories[0]
+            if u.fixed_offset + u.high > lower[m]:
+                lower[m], step[m] = u.fixed_offset + u.high, u.start
+
+    msg = _fixed_conflict(problem)
+    if msg:
+        return Bounds(lower, step, msg)
+
+    bounded_names = [m for m in names if cap[m] is not None]
+    subsets: list[tuple[str, ...]]
+    if len(names) <= 6:
+        subsets = [s for k in range(1, len(names) + 1) for s in itertools.combinations(names, k)]
+    else:
+        subsets = [(m,) for m in names] + [tuple(bounded_names)] + [
+            tuple(sorted(set(bounded_names) | {m}, key=names.index)) for m in names if cap[m] is None]
+    for subset in subsets:
+        members = [u for u in units if set(u.memories) <= set(subset)]
+        if not members:
+            continue
+        rounding = 1
+        if len(subset) == 1 and all(len(u.members) == 1 for u in members):
+            rounding = problem.memory(subset[0]).alignment
+            rounding = math.gcd(*[u.modulus[subset[0]][0] for u in members], rounding) if members else rounding
+        t0, t1, h, slack = _pieces(members, rounding)
+        load, at = peak_load(t0, t1, h)
+        load -= slack if rounding > 1 else 0
+        free = [m for m in subset if cap[m] is None]
+        if not free and load > sum(cap[m] for m in subset):  # type: ignore[misc]
+            where = " + ".join(repr(m) for m in subset)
+            return Bounds(lower, step, f"memory {where}: at step {at}, {load} bytes must be live but the capacity is {sum(cap[m] for m in subset)}")  # type: ignore[misc]
+        for m in subset:
+            others = [o for o in subset if o != m]
+            if any(cap[o] is None for o in others):
+                continue
+            rest = load - sum(cap[o] for o in others)  # type: ignore[misc]
+            if rest > lower[m]:
+                lower[m], step[m] = rest, at
+    return Bounds(lower, step, None)
+
+
+def _fixed_conflict(problem: Problem) -> str | None:
+    """Two units pinned to the same memory and offset range at the same time cannot both exist."""
+    fixed = [u for u in problem.units if u.fixed_offset is not None and len(u.memories) == 1 and u.pieces]
+    for a, b in itertools.combinations(fixed, 2):
+        if a.memories != b.memories:
+            continue
+        for p in a.pieces:
+            for q in b.pieces:
+                if p[0] < q[1] and q[0] < p[1] and a.fixed_offset + p[2] < b.fixed_offset + q[3] and b.fixed_offset + q[2] < a.fixed_offset + p[3]:
+                    return f"buffer {b.root!r}: its fixed placement overlaps the fixed placement of {a.root!r} in memory {a.memories[0]!r} at step {max(p[0], q[0])}"
+    return None

@@ -1,0 +1,19 @@
+"""Greedy by size (Pisarchyk & Lee 2020, arXiv 2001.03288), as in TFLite and ExecuTorch.
+
+Largest buffers first; each goes into the tightest hole left between already placed buffers
+*that overlap it in time* (best fit), else on top of them. Only time-overlapping buffers are
+considered, which avoids the degenerate no-reuse variant noted in the reference.
+"""
+
+from __future__ import annotations
+
+from optplan.heuristics.packer import greedy
+from optplan.planners import Result, planner
+from optplan.problem import Problem
+
+
+@planner("greedy-size")
+def greedy_size(problem: Problem) -> Result:
+    """Decreasing size (ties: longer lifetime first), best fit, fastest memory first."""
+    order = sorted(problem.units, key=lambda u: (-u.height, -(u.end - u.start), u.start))
+    return greedy(problem, order, policy="best")

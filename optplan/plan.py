@@ -1,0 +1,117 @@
+"""A plan: where every buffer lives, how good that is, and how sure we are."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from optplan.problem import Problem
+
+
+class Status(str, Enum):
+    OPTIMAL = "OPTIMAL"  # proven: peak equals the lower bound, or the solver proved it
+    FEASIBLE = "FEASIBLE"  # a valid plan, optimality not proven
+    INFEASIBLE = "INFEASIBLE"  # proven: no plan fits the capacities
+    UNKNOWN = "UNKNOWN"  # no plan found and nothing proven (e.g. time limit)
+
+
+@dataclass(frozen=True)
+class Placement:
+    memory: str
+    offset: int
+
+
+@dataclass
+class Plan:
+    """The answer of a planner. Built by ``optplan.planners`` after the validator passed it."""
+
+    placements: dict[str, Placement]
+    status: Status
+    planner: str
+    peak: dict[str, int]  # memory -> highest byte used + 1
+    lower_bound: dict[str, int]  # memory -> proven lower bound on that memory's peak
+    seconds: float = 0.0
+    objective: str = "min-peak"  # "min-peak" (weighted sum of peaks) or "feasible" (fit the capacities)
+    objective_value: int | None = None
+    objective_bound: int | None = None
+    message: str = ""  # why infeasible, "time limit reached", ...
+    stats: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def gap(self) -> float | None:
+        """Relative distance to the proven bound: sum(peak) / sum(lower bound) - 1.
+
+        Uses the weighted objective when one is recorded. None when there is no plan, or the
+        bound is 0 while the plan uses memory.
+        """
+        if not self.placements and self.status in (Status.INFEASIBLE, Status.UNKNOWN):
+            return None
+        if self.objective_value is not None and self.objective_bound is not None:
+            value, bound = self.objective_value, self.objective_bound
+        else:
+            value, bound = sum(self.peak.values()), sum(self.lower_bound.values())
+        if value <= bound:
+            return 0.0
+        return None if bound <= 0 else value / bound - 1.0
+
+    def memory_gap(self, memory: str) -> float | None:
+        peak, bound = self.peak.get(memory, 0), self.lower_bound.get(memory, 0)
+        if peak <= bound:
+            return 0.0
+        return None if bound <= 0 else peak / bound - 1.0
+
+    @property
+    def found(self) -> bool:
+        """True when the plan places every buffer (statuses OPTIMAL and FEASIBLE)."""
+        return self.status in (Status.OPTIMAL, Status.FEASIBLE)
+
+
+def peaks(problem: Problem, placements: dict[str, Placement]) -> dict[str, int]:
+    """Highest byte used + 1 in each memory (0 for an empty one)."""
+    out = {m: 0 for m in problem.memory_names}
+    for b in problem.buffers:
+        p = placements.get(b.id)
+        if p is not None and b.size > 0 and p.memory in out:
+            out[p.memory] = max(out[p.memory], p.offset + b.size)
+    return out
+
+
+@dataclass(frozen=True)
+class UsageCurve:
+    """Step function over time for one memory: at ``times[i] <= t < times[i+1]``, ``live[i]``
+    bytes are live and the highest used byte is ``top[i]``."""
+
+    times: np.ndarray
+    live: np.ndarray
+    top: np.ndarray
+
+    @property
+    def peak_step(self) -> int | None:
+        """The first time step at which the highest used byte is reached."""
+        if len(self.top) == 0 or self.top.max() == 0:
+            return None
+        return int(self.times[int(np.argmax(self.top))])
+
+
+def usage_curve(problem: Problem, placements: dict[str, Placement], memory: str) -> UsageCurve:
+    """Live bytes and highest used byte over time in ``memory`` (for reports and plots)."""
+    bufs = [b for b in problem.buffers if b.size > 0 and b.id in placements and placements[b.id].memory == memory]
+    if not bufs:
+        return UsageCurve(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    start = np.array([b.start for b in bufs], np.int64)
+    end = np.array([b.end for b in bufs], np.int64)
+    size = np.array([b.size for b in bufs], np.int64)
+    top = np.array([placements[b.id].offset + b.size for b in bufs], np.int64)
+    times = np.unique(np.concatenate([start, end]))
+    delta = np.zeros(len(times), np.int64)
+    np.add.at(delta, np.searchsorted(times, start), size)
+    np.add.at(delta, np.searchsorted(times, end), -size)
+    live = np.cumsum(delta)
+    highest = np.zeros(len(times), np.int64)
+    for i, j, t in zip(np.searchsorted(times, start), np.searchsorted(times, end), top):
+        np.maximum(highest[i:j], t, out=highest[i:j])
+    return UsageCurve(times, live, highest)

@@ -1,0 +1,131 @@
+"""The one registry of planners, and the one place where raw answers become validated Plans.
+
+Every planner, heuristic or exact, is registered with ``@planner("name")`` on a function
+``(problem, **options) -> Result``. The registered callable has the public signature
+``(problem, **options) -> Plan``: it times the call, combines the planner's proven bounds with
+``optplan.bounds``, decides the status truthfully and runs the independent validator. A plan the
+validator rejects raises PlannerBug; it never reaches the caller.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from optplan.bounds import lower_bounds
+from optplan.errors import OptplanError, PlannerBug
+from optplan.plan import Placement, Plan, Status, peaks
+from optplan.problem import Problem, objective_weights
+from optplan.validate import validate
+
+# Modules whose import registers planners, in registry order.
+_PLANNER_MODULES = (
+    "optplan.heuristics",
+)
+
+
+@dataclass
+class Result:
+    """What a planner function returns before the library checks it."""
+
+    placements: dict[str, Placement] | None  # None: no plan found
+    proven_optimal: bool = False  # the solver proved no better plan exists
+    proven_infeasible: bool = False  # the solver proved no plan fits the capacities
+    bound: dict[str, int] | None = None  # per-memory lower bounds the solver proved
+    objective_bound: int | None = None  # proven bound on the weighted objective
+    message: str = ""
+    stats: dict[str, object] = field(default_factory=dict)
+
+
+PlannerFn = Callable[..., Result]
+_REGISTRY: dict[str, Callable[..., Plan]] = {}
+_loaded = False
+
+
+def planner(name: str) -> Callable[[PlannerFn], Callable[..., Plan]]:
+    """Register ``fn`` under ``name``; the returned function yields validated Plans."""
+
+    def register(fn: PlannerFn) -> Callable[..., Plan]:
+        accepted = set(inspect.signature(fn).parameters) - {"problem"}
+
+        def run(problem: Problem, **options: object) -> Plan:
+            t0 = time.perf_counter()
+            unknown = set(options) - accepted
+            if unknown:
+                raise OptplanError(f"planner {name!r} does not take option(s): {', '.join(sorted(unknown))}")
+            bounds = lower_bounds(problem)
+            if bounds.infeasible is not None:
+                result = Result(None, proven_infeasible=True, message=bounds.infeasible)
+            else:
+                result = fn(problem, **options)
+            return finish(problem, result, name, time.perf_counter() - t0, str(options.get("objective", "min-peak")))
+
+        run.__name__ = fn.__name__
+        run.__doc__ = fn.__doc__
+        run.__wrapped__ = fn  # type: ignore[attr-defined]
+        run.options = accepted  # type: ignore[attr-defined]
+        if name in _REGISTRY:
+            raise RuntimeError(f"planner {name!r} registered twice")
+        _REGISTRY[name] = run
+        return run
+
+    return register
+
+
+def finish(problem: Problem, result: Result, name: str, seconds: float, objective: str = "min-peak") -> Plan:
+    """Turn a raw Result into a Plan: bounds, truthful status, validation."""
+    bounds = lower_bounds(problem)
+    lower = dict(bounds.lower)
+    for m, v in (result.bound or {}).items():
+        lower[m] = max(lower[m], int(v))
+    weights = objective_weights(problem)
+    objective_bound = sum(weights[m] * lower[m] for m in lower)
+    if result.objective_bound is not None:
+        objective_bound = max(objective_bound, int(result.objective_bound))
+    if result.placements is None:
+        status = Status.INFEASIBLE if result.proven_infeasible else Status.UNKNOWN
+        return Plan({}, status, name, {m: 0 for m in lower}, lower, seconds, objective, None,
+                    objective_bound, result.message, dict(result.stats))
+    violations = validate(problem, result.placements)
+    if violations:
+        raise PlannerBug(f"planner {name!r} produced an invalid plan: {violations[0]} ({len(violations)} violations)")
+    peak = peaks(problem, result.placements)
+    value = sum(weights[m] * peak[m] for m in peak)
+    optimal = result.proven_optimal or all(peak[m] <= lower[m] for m in peak) or value <= objective_bound
+    if result.proven_optimal:
+        objective_bound = value
+    status = Status.OPTIMAL if optimal else Status.FEASIBLE
+    return Plan(dict(result.placements), status, name, peak, lower, seconds, objective, value,
+                objective_bound, result.message, dict(result.stats))
+
+
+def _load() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        for module in _PLANNER_MODULES:
+            importlib.import_module(module)
+
+
+def names() -> list[str]:
+    """Registered planner names, in registration order."""
+    _load()
+    return list(_REGISTRY)
+
+
+def get(name: str) -> Callable[..., Plan]:
+    _load()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise OptplanError(f"unknown planner {name!r}; known planners: {', '.join(_REGISTRY)}") from None
+
+
+def solve(problem: Problem, planner: str = "auto", **options: object) -> Plan:
+    """Run the named planner, passing only the options it accepts (e.g. ``time_limit``)."""
+    fn = get(planner)
+    accepted = fn.options  # type: ignore[attr-defined]
+    return fn(problem, **{k: v for k, v in options.items() if k in accepted and v is not None})

@@ -1,0 +1,366 @@
+"""The data model: buffers with sizes and half-open lifetimes, memories, relative placements.
+
+Everything is checked on construction so planners can trust a Problem; every error names the
+buffer (or memory) and the field. Lifetimes are half-open integer intervals ``[start, end)``:
+two buffers conflict in time exactly when ``a.start < b.end and b.start < a.end``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+from optplan.errors import ProblemError
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One address space. Memories of a Problem are listed fastest first."""
+
+    name: str
+    capacity: int | None = None  # bytes; None means unbounded
+    alignment: int = 1  # every offset in this memory is a multiple of it
+    weight: int | None = None  # objective weight of this memory's peak; None: see objective_weights
+    base_address: int = 0  # where offset 0 lives, for reports and front ends
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A tensor to place: ``size`` bytes live during ``[start, end)``."""
+
+    id: str
+    size: int
+    start: int
+    end: int
+    alignment: int = 1
+    allowed: tuple[str, ...] | None = None  # memories it may use; None: all
+    blocked: tuple[str, ...] = ()  # memories it may not use
+    fixed_memory: str | None = None
+    fixed_offset: int | None = None
+    hint_memory: str | None = None  # a warm-start suggestion, never a constraint
+    hint_offset: int | None = None
+
+    def overlaps(self, other: Buffer) -> bool:
+        return self.start < other.end and other.start < self.end
+
+
+@dataclass(frozen=True)
+class RelativePlacement:
+    """``buffer`` lives in the memory of ``base`` at ``offset(base) + delta``."""
+
+    buffer: str
+    base: str
+    delta: int
+
+
+@dataclass(frozen=True)
+class Unit:
+    """Buffers that move as one: a root buffer and every buffer placed relative to it.
+
+    Planners place units, not buffers. The unit's offset is the root's offset; ``pieces`` is its
+    footprint as disjoint rectangles ``(t0, t1, y0, y1)`` relative to that offset (members of one
+    unit may overlap each other on purpose, e.g. concat inputs inside the output).
+    """
+
+    root: str
+    members: tuple[tuple[str, int], ...]  # (buffer id, offset relative to the root)
+    memories: tuple[str, ...]  # where the unit may go, fastest first
+    modulus: Mapping[str, tuple[int, int]]  # memory -> (m, r): root offset % m == r
+    low: int  # lowest member byte relative to the root (<= 0): root offset >= -low
+    high: int  # one past the highest member byte relative to the root
+    fixed_offset: int | None
+    pieces: tuple[tuple[int, int, int, int], ...]
+
+    @property
+    def start(self) -> int:
+        return min((p[0] for p in self.pieces), default=0)
+
+    @property
+    def end(self) -> int:
+        return max((p[1] for p in self.pieces), default=0)
+
+    @property
+    def height(self) -> int:
+        return self.high - self.low
+
+    def lowest_offset(self, memory: str, at_least: int = 0) -> int:
+        """The smallest legal root offset >= ``at_least`` in ``memory`` (alignment and low edge)."""
+        m, r = self.modulus[memory]
+        x = max(at_least, -self.low)
+        return x + (r - x) % m
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """A complete planning instance. Construction validates it (raises ProblemError)."""
+
+    buffers: tuple[Buffer, ...]
+    memories: tuple[Memory, ...] = (Memory("mem"),)
+    relative: tuple[RelativePlacement, ...] = ()
+    metadata: Mapping[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "buffers", tuple(self.buffers))
+        object.__setattr__(self, "memories", tuple(self.memories))
+        object.__setattr__(self, "relative", tuple(self.relative))
+        _check_memories(self.memories)
+        mems = {m.name: m for m in self.memories}
+        by_id: dict[str, Buffer] = {}
+        for b in self.buffers:
+            _check_buffer(b, mems)
+            if b.id in by_id:
+                raise ProblemError(f"buffer {b.id!r}: field 'id': duplicate id")
+            by_id[b.id] = b
+        object.__setattr__(self, "_by_id", by_id)
+        object.__setattr__(self, "_mems", mems)
+        object.__setattr__(self, "_units", _build_units(self))
+
+    # -- lookups ---------------------------------------------------------------------------
+    def buffer(self, buffer_id: str) -> Buffer:
+        return self._by_id[buffer_id]  # type: ignore[attr-defined]
+
+    def memory(self, name: str) -> Memory:
+        return self._mems[name]  # type: ignore[attr-defined]
+
+    @property
+    def memory_names(self) -> tuple[str, ...]:
+        return tuple(m.name for m in self.memories)
+
+    @property
+    def units(self) -> tuple[Unit, ...]:
+        """Placement units in buffer order of their roots."""
+        return self._units  # type: ignore[attr-defined]
+
+    @cached_property
+    def unit_of(self) -> dict[str, Unit]:
+        """Buffer id -> the unit it belongs to."""
+        return {bid: u for u in self.units for bid, _ in u.members}
+
+    def candidate_memories(self, b: Buffer) -> tuple[str, ...]:
+        """Memories ``b`` may use on its own (fixed, allowed, blocked), fastest first."""
+        if b.fixed_memory is not None:
+            return (b.fixed_memory,)
+        allowed = set(b.allowed) if b.allowed is not None else set(self._mems)  # type: ignore[attr-defined]
+        return tuple(m.name for m in self.memories if m.name in allowed and m.name not in b.blocked)
+
+    def alignment(self, b: Buffer, memory: str) -> int:
+        """The modulus of ``b``'s offset in ``memory``: lcm of both alignments."""
+        return math.lcm(b.alignment, self.memory(memory).alignment)
+
+    @property
+    def time_span(self) -> tuple[int, int]:
+        if not self.buffers:
+            return (0, 0)
+        return (min(b.start for b in self.buffers), max(b.end for b in self.buffers))
+
+    # -- derived problems ------------------------------------------------------------------
+    def with_capacity(self, capacity: int) -> Problem:
+        """Cap a single-memory problem (the MiniMalloc CSV format carries no capacity)."""
+        if len(self.memories) != 1:
+            raise ProblemError("--capacity applies to single-memory problems; set capacities per memory in the JSON problem")
+        return replace(self, memories=(replace(self.memories[0], capacity=capacity),))
+
+    def with_buffers(self, buffers: Iterable[Buffer]) -> Problem:
+        """The same memories with another set of buffers (relative placements among them kept)."""
+        buffers = tuple(buffers)
+        ids = {b.id for b in buffers}
+        rel = tuple(r for r in self.relative if r.buffer in ids and r.base in ids)
+        return Problem(buffers, self.memories, rel, dict(self.metadata))
+
+
+def objective_weights(problem: Problem) -> dict[str, int]:
+    """Weights of the per-memory peaks in the objective.
+
+    Explicit ``Memory.weight`` values are used as given. The default makes the objective
+    lexicographic with the *slowest* memory most important: bytes spilled to slower storage
+    cost more than any amount of faster storage, so a solver fills fast memories first (within
+    their capacities) and then keeps every memory's peak as low as possible.
+    """
+    if all(m.weight is not None for m in problem.memories):
+        return {m.name: int(m.weight) for m in problem.memories}  # type: ignore[arg-type]
+    total = sum(b.size for b in problem.buffers) + 1
+    weights = {}
+    for i, m in enumerate(problem.memories):
+        weights[m.name] = int(m.weight) if m.weight is not None else total**i
+    return weights
+
+
+# -- checks -----------------------------------------------------------------------------------
+
+def _is_int(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _check_memories(memories: tuple[Memory, ...]) -> None:
+    if not memories:
+        raise ProblemError("problem: field 'memories': at least one memory is required")
+    seen = set()
+    for m in memories:
+        where = f"memory {m.name!r}"
+        if not isinstance(m.name, str) or not m.name:
+            raise ProblemError(f"{where}: field 'name': must be a non-empty string")
+        if m.name in seen:
+            raise ProblemError(f"{where}: field 'name': duplicate memory name")
+        seen.add(m.name)
+        if m.capacity is not None and (not _is_int(m.capacity) or m.capacity < 0):
+            raise ProblemError(f"{where}: field 'capacity': must be a non-negative integer or null, got {m.capacity!r}")
+        if not _is_int(m.alignment) or m.alignment < 1:
+            raise ProblemError(f"{where}: field 'alignment': must be a positive integer, got {m.alignment!r}")
+        if m.weight is not None and (not _is_int(m.weight) or m.weight < 0):
+            raise ProblemError(f"{where}: field 'weight': must be a non-negative integer, got {m.weight!r}")
+        if not _is_int(m.base_address) or m.base_address < 0:
+            raise ProblemError(f"{where}: field 'base_address': must be a non-negative integer, got {m.base_address!r}")
+
+
+def _check_buffer(b: Buffer, mems: Mapping[str, Memory]) -> None:
+    where = f"buffer {b.id!r}"
+    if not isinstance(b.id, str) or not b.id:
+        raise ProblemError(f"{where}: field 'id': must be a non-empty string")
+    for name in ("size", "start", "end", "alignment"):
+        if not _is_int(getattr(b, name)):
+            raise ProblemError(f"{where}: field '{name}': must be an integer, got {getattr(b, name)!r}")
+    if b.size < 0:
+        raise ProblemError(f"{where}: field 'size': must be >= 0, got {b.size}")
+    if b.start >= b.end:
+        raise ProblemError(f"{where}: field 'end': lifetime [{b.start}, {b.end}) is empty (start must be < end)")
+    if b.alignment < 1:
+        raise ProblemError(f"{where}: field 'alignment': must be >= 1, got {b.alignment}")
+    for name in ("allowed", "blocked"):
+        for m in getattr(b, name) or ():
+            if m not in mems:
+                raise ProblemError(f"{where}: field '{name}': unknown memory {m!r}")
+    for name in ("fixed_memory", "hint_memory"):
+        m = getattr(b, name)
+        if m is not None and m not in mems:
+            raise ProblemError(f"{where}: field '{name}': unknown memory {m!r}")
+    if b.hint_offset is not None and (not _is_int(b.hint_offset) or b.hint_offset < 0):
+        raise ProblemError(f"{where}: field 'hint_offset': must be a non-negative integer, got {b.hint_offset!r}")
+    allowed = set(b.allowed) if b.allowed is not None else set(mems)
+    usable = [m for m in mems if m in allowed and m not in b.blocked]
+    if b.fixed_memory is not None and b.fixed_memory not in usable:
+        raise ProblemError(f"{where}: field 'fixed_memory': {b.fixed_memory!r} is not allowed for this buffer")
+    if not usable:
+        raise ProblemError(f"{where}: field 'allowed': no memory is left after the blocklist")
+    if b.fixed_offset is not None:
+        if not _is_int(b.fixed_offset) or b.fixed_offset < 0:
+            raise ProblemError(f"{where}: field 'fixed_offset': must be a non-negative integer, got {b.fixed_offset!r}")
+        targets = [b.fixed_memory] if b.fixed_memory is not None else usable
+        for m in targets:
+            mem = mems[m]
+            align = math.lcm(b.alignment, mem.alignment)
+            if b.fixed_offset % align:
+                raise ProblemError(f"{where}: field 'fixed_offset': {b.fixed_offset} is not a multiple of the alignment {align} in memory {m!r}")
+            if mem.capacity is not None and b.fixed_offset + b.size > mem.capacity:
+                raise ProblemError(f"{where}: field 'fixed_offset': [{b.fixed_offset}, {b.fixed_offset + b.size}) exceeds the capacity {mem.capacity} of memory {m!r}")
+
+
+def _crt(m1: int, r1: int, m2: int, r2: int) -> tuple[int, int] | None:
+    """Combine x = r1 (mod m1) and x = r2 (mod m2); None when no x satisfies both."""
+    g = math.gcd(m1, m2)
+    if (r2 - r1) % g:
+        return None
+    lcm = m1 // g * m2
+    # x = r1 + m1 * k with m1 * k = r2 - r1 (mod m2)
+    k = ((r2 - r1) // g * pow(m1 // g, -1, m2 // g)) % (m2 // g) if m2 // g > 1 else 0
+    return lcm, (r1 + m1 * k) % lcm
+
+
+def _footprint(members: list[tuple[Buffer, int]]) -> tuple[tuple[int, int, int, int], ...]:
+    """Disjoint rectangles covering the union of the members' (time x byte) rectangles."""
+    sized = [(b, rel) for b, rel in members if b.size > 0]
+    if len(sized) == 1:
+        b, rel = sized[0]
+        return ((b.start, b.end, rel, rel + b.size),)
+    times = sorted({t for b, _ in sized for t in (b.start, b.end)})
+    strips: list[tuple[int, int, tuple[tuple[int, int], ...]]] = []
+    for t0, t1 in zip(times, times[1:]):
+        spans = sorted((rel, rel + b.size) for b, rel in sized if b.start <= t0 and t1 <= b.end)
+        merged: list[list[int]] = []
+        for y0, y1 in spans:
+            if merged and y0 <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], y1)
+            else:
+                merged.append([y0, y1])
+        key = tuple((a, c) for a, c in merged)
+        if strips and strips[-1][1] == t0 and strips[-1][2] == key:
+            strips[-1] = (strips[-1][0], t1, key)
+        elif key:
+            strips.append((t0, t1, key))
+    return tuple((t0, t1, y0, y1) for t0, t1, spans in strips for y0, y1 in spans)
+
+
+def _build_units(p: Problem) -> tuple[Unit, ...]:
+    by_id: dict[str, Buffer] = p._by_id  # type: ignore[attr-defined]
+    parent: dict[str, tuple[str, int]] = {}
+    for r in p.relative:
+        where = f"buffer {r.buffer!r}"
+        if r.buffer not in by_id:
+            raise ProblemError(f"{where}: field 'relative.buffer': unknown buffer")
+        if r.base not in by_id:
+            raise ProblemError(f"{where}: field 'relative.base': unknown buffer {r.base!r}")
+        if not _is_int(r.delta):
+            raise ProblemError(f"{where}: field 'relative.delta': must be an integer, got {r.delta!r}")
+        if r.buffer == r.base:
+            raise ProblemError(f"{where}: field 'relative.base': a buffer cannot be placed relative to itself")
+        if r.buffer in parent:
+            raise ProblemError(f"{where}: field 'relative.buffer': placed relative to two bases")
+        parent[r.buffer] = (r.base, r.delta)
+
+    def root_of(bid: str) -> tuple[str, int]:
+        rel, seen = 0, set()
+        while bid in parent:
+            if bid in seen:
+                raise ProblemError(f"buffer {bid!r}: field 'relative': relative placements form a cycle")
+            seen.add(bid)
+            base, delta = parent[bid]
+            rel += delta
+            bid = base
+        return bid, rel
+
+    groups: dict[str, list[tuple[Buffer, int]]] = {}
+    for b in p.buffers:
+        root, rel = root_of(b.id)
+        groups.setdefault(root, []).append((by_id[b.id], rel))
+
+    mems = p._mems  # type: ignore[attr-defined]
+    units = []
+    for root, members in groups.items():
+        members.sort(key=lambda m: (m[0].id != root,))
+        culprit = members[-1][0].id  # the buffer named when the group as a whole is inconsistent
+        memories = set(p.candidate_memories(members[0][0]))
+        for b, _ in members[1:]:
+            memories &= set(p.candidate_memories(b))
+        if not memories:
+            raise ProblemError(f"buffer {culprit!r}: field 'relative': no memory is allowed for it and its base {root!r} together")
+        low = min(rel for _, rel in members)
+        high = max(rel + b.size for b, rel in members)
+        fixed: int | None = None
+        for b, rel in members:
+            if b.fixed_offset is not None:
+                if fixed is not None and fixed != b.fixed_offset - rel:
+                    raise ProblemError(f"buffer {b.id!r}: field 'fixed_offset': contradicts the fixed offset implied by its relative placement")
+                fixed = b.fixed_offset - rel
+        if fixed is not None and fixed + low < 0:
+            raise ProblemError(f"buffer {culprit!r}: field 'relative.delta': places it below offset 0 given the fixed offsets")
+        modulus: dict[str, tuple[int, int]] = {}
+        for m in memories:
+            mr: tuple[int, int] | None = (1, 0)
+            for b, rel in members:
+                a = math.lcm(b.alignment, mems[m].alignment)
+                mr = _crt(mr[0], mr[1], a, (-rel) % a) if mr else None
+            if mr is None:
+                continue
+            cap = mems[m].capacity
+            if cap is not None and high - low > cap and len(members) > 1:
+                continue
+            if fixed is not None and fixed % mr[0] != mr[1]:
+                continue
+            modulus[m] = mr
+        if not modulus:
+            raise ProblemError(f"buffer {culprit!r}: field 'relative.delta': no memory can hold it and its base {root!r} (alignment or capacity)")
+        ordered = tuple(m.name for m in p.memories if m.name in modulus)
+        units.append(Unit(root, tuple((b.id, rel) for b, rel in members), ordered, modulus,
+                          low, high, fixed, _footprint(members)))
+    return tuple(units)

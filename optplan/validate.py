@@ -1,0 +1,107 @@
+"""The independent checker every plan passes before it leaves the library.
+
+It reads only the raw Problem fields (not the planners' derived units), so a bug shared by the
+planners' model of the problem cannot hide here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from optplan.plan import Placement
+from optplan.problem import Problem
+
+
+@dataclass(frozen=True)
+class Violation:
+    kind: str  # missing, unknown, memory, allowed, capacity, alignment, fixed, relative, overlap
+    buffer: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"buffer {self.buffer!r}: {self.kind}: {self.message}"
+
+
+def validate(problem: Problem, placements: dict[str, Placement], limit: int = 100) -> list[Violation]:
+    """All violations of the plan (at most ``limit`` overlaps are listed); empty means valid."""
+    out: list[Violation] = []
+    mems = {m.name: m for m in problem.memories}
+    ids = {b.id for b in problem.buffers}
+    for bid in placements:
+        if bid not in ids:
+            out.append(Violation("unknown", bid, "placed but not in the problem"))
+    for b in problem.buffers:
+        p = placements.get(b.id)
+        if p is None:
+            out.append(Violation("missing", b.id, "has no placement"))
+            continue
+        mem = mems.get(p.memory)
+        if mem is None:
+            out.append(Violation("memory", b.id, f"placed in unknown memory {p.memory!r}"))
+            continue
+        if (b.allowed is not None and p.memory not in b.allowed) or p.memory in b.blocked:
+            out.append(Violation("allowed", b.id, f"memory {p.memory!r} is not allowed for it"))
+        if not isinstance(p.offset, (int, np.integer)) or p.offset < 0:
+            out.append(Violation("capacity", b.id, f"offset {p.offset!r} is not a non-negative integer"))
+            continue
+        if mem.capacity is not None and p.offset + b.size > mem.capacity:
+            out.append(Violation("capacity", b.id, f"[{p.offset}, {p.offset + b.size}) exceeds capacity {mem.capacity} of {p.memory!r}"))
+        align = math.lcm(b.alignment, mem.alignment)
+        if p.offset % align:
+            out.append(Violation("alignment", b.id, f"offset {p.offset} is not a multiple of {align}"))
+        if b.fixed_memory is not None and p.memory != b.fixed_memory:
+            out.append(Violation("fixed", b.id, f"must be in {b.fixed_memory!r}, placed in {p.memory!r}"))
+        if b.fixed_offset is not None and p.offset != b.fixed_offset:
+            out.append(Violation("fixed", b.id, f"must be at offset {b.fixed_offset}, placed at {p.offset}"))
+    for r in problem.relative:
+        pb, pa = placements.get(r.buffer), placements.get(r.base)
+        if pb is None or pa is None:
+            continue
+        if pb.memory != pa.memory or pb.offset != pa.offset + r.delta:
+            out.append(Violation("relative", r.buffer, f"must be at {r.base!r} + {r.delta} = {pa.memory}:{pa.offset + r.delta}, placed at {pb.memory}:{pb.offset}"))
+    out.extend(_overlaps(problem, placements, mems, limit))
+    return out
+
+
+def _relative_roots(problem: Problem) -> dict[str, str]:
+    base = {r.buffer: r.base for r in problem.relative}
+    roots = {}
+    for b in problem.buffers:
+        x, hops = b.id, 0
+        while x in base and hops <= len(base):
+            x, hops = base[x], hops + 1
+        roots[b.id] = x
+    return roots
+
+
+def _overlaps(problem: Problem, placements: dict[str, Placement], mems: dict, limit: int) -> list[Violation]:
+    """Pairs in one memory that share both a time step and a byte (sweep over sorted starts)."""
+    roots = _relative_roots(problem)
+    out: list[Violation] = []
+    for name in mems:
+        bufs = [b for b in problem.buffers
+                if b.size > 0 and b.id in placements and placements[b.id].memory == name]
+        if len(bufs) < 2:
+            continue
+        bufs.sort(key=lambda b: b.start)
+        start = np.array([b.start for b in bufs], np.int64)
+        end = np.array([b.end for b in bufs], np.int64)
+        lo = np.array([placements[b.id].offset for b in bufs], np.int64)
+        hi = lo + np.array([b.size for b in bufs], np.int64)
+        stop = np.searchsorted(start, end, side="left")  # j < stop[i] <=> start[j] < end[i]
+        for i in range(len(bufs)):
+            j = np.arange(i + 1, stop[i])
+            if len(j) == 0:
+                continue
+            hit = j[(lo[j] < hi[i]) & (lo[i] < hi[j])]
+            for k in hit:
+                a, c = bufs[i], bufs[int(k)]
+                if roots[a.id] == roots[c.id]:
+                    continue  # their relative position is declared by the user
+                out.append(Violation("overlap", a.id, f"overlaps {c.id!r} in {name!r}: time [{max(a.start, c.start)}, {min(a.end, c.end)}) and bytes [{max(lo[i], lo[k])}, {min(hi[i], hi[k])})"))
+                if len(out) >= limit:
+                    return out
+    return out
