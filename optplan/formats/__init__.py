@@ -1,0 +1,76 @@
+"""Reading and writing problems and plans; the format is chosen by the file's extension."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from optplan.errors import FormatError
+from optplan.formats import minimalloc_csv, native_json
+from optplan.plan import Placement, Plan
+from optplan.problem import Problem
+
+EXTENSIONS = (".csv", ".json")
+
+
+def _ext(path: str | Path) -> str:
+    ext = Path(path).suffix.lower()
+    if ext not in EXTENSIONS:
+        raise FormatError(f"{path}: unknown extension {ext or '(none)'!r}; use .csv (MiniMalloc) or .json (optplan)")
+    return ext
+
+
+def _read(path: str | Path) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FormatError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise FormatError(f"{path}: cannot read: {e}") from None
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write atomically: a failure never leaves a partial output file behind."""
+    path = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise FormatError(f"{path}: cannot write: {e.strerror or e}") from None
+
+
+def read_problem(path: str | Path) -> Problem:
+    ext, text = _ext(path), _read(path)
+    if ext == ".csv":
+        return minimalloc_csv.problem_from_csv(text, str(path))
+    return native_json.problem_from_json(text, str(path))
+
+
+def write_problem(problem: Problem, path: str | Path) -> None:
+    ext = _ext(path)
+    text = minimalloc_csv.problem_to_csv(problem) if ext == ".csv" else native_json.problem_to_json(problem)
+    write_text(path, text)
+
+
+def read_placements(path: str | Path, problem: Problem) -> dict[str, Placement]:
+    """A plan file's placements (CSV plans are in the problem's only memory)."""
+    ext, text = _ext(path), _read(path)
+    if ext == ".csv":
+        if len(problem.memories) != 1:
+            raise FormatError(f"{path}: a CSV plan holds one memory but the problem has {len(problem.memories)}")
+        return minimalloc_csv.placements_from_csv(text, problem.memories[0].name, str(path))
+    return native_json.placements_from_json(text, str(path))
+
+
+def write_plan(problem: Problem, plan: Plan, path: str | Path) -> None:
+    if not plan.found:
+        raise FormatError(f"{path}: not written: the plan is {plan.status.value}")
+    ext = _ext(path)
+    text = minimalloc_csv.plan_to_csv(problem, plan) if ext == ".csv" else native_json.plan_to_json(plan)
+    write_text(path, text)
+
+
+__all__ = ["read_placements", "read_problem", "write_plan", "write_problem", "write_text"]
