@@ -116,6 +116,12 @@ def names() -> list[str]:
     return list(_REGISTRY)
 
 
+def heuristic_names() -> list[str]:
+    """The registered heuristics (planners defined under ``optplan.heuristics``), in order."""
+    _load()
+    return [n for n, fn in _REGISTRY.items() if fn.__wrapped__.__module__.startswith("optplan.heuristics.")]  # type: ignore[attr-defined]
+
+
 def get(name: str) -> Callable[..., Plan]:
     _load()
     try:

@@ -1,0 +1,275 @@
+"""The ``optplan`` command.
+
+Exit codes: 0 a valid plan was found (or the checked plan is valid), 1 infeasible / no plan /
+invalid plan, 2 bad input or usage. Errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from optplan import planners
+from optplan.bounds import lower_bounds, peak_load
+from optplan.errors import OptplanError, PlannerBug
+from optplan.formats import read_placements, read_problem, write_plan, write_problem
+from optplan.formats.native_json import plan_to_dict
+from optplan.plan import Plan, peaks, usage_curve
+from optplan.problem import Problem
+from optplan.validate import validate
+
+EXIT_OK, EXIT_NO_PLAN, EXIT_USAGE = 0, 1, 2
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+if not out.is_terminal:  # logs and pipes: never truncate a column
+    out.width = 200
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        err.print(f"{self.prog}: error: {message} (see {self.prog} --help)", markup=False)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _bytes(n: int | None) -> str:
+    return "unbounded" if n is None else f"{n:,}"
+
+
+def _pct(g: float | None) -> str:
+    return "n/a" if g is None else f"{100 * g:.2f}%"
+
+
+def _load(args: argparse.Namespace) -> Problem:
+    problem = read_problem(args.problem)
+    if getattr(args, "capacity", None) is not None:
+        if args.capacity < 0:
+            raise OptplanError(f"--capacity must be >= 0, got {args.capacity}")
+        problem = problem.with_capacity(args.capacity)
+    return problem
+
+
+def _plan_table(problem: Problem, plan: Plan) -> Table:
+    t = Table(title=f"{plan.planner}: {plan.status.value} in {plan.seconds:.2f} s", title_justify="left", box=box.SIMPLE_HEAD)
+    for col in ("memory", "capacity", "peak", "lower bound", "gap", "step of peak", "buffers"):
+        t.add_column(col, justify="left" if col == "memory" else "right", no_wrap=True)
+    for m in problem.memories:
+        used = [b for b, p in plan.placements.items() if p.memory == m.name]
+        step = usage_curve(problem, plan.placements, m.name).peak_step if plan.placements else None
+        t.add_row(m.name, _bytes(m.capacity), _bytes(plan.peak.get(m.name, 0)), _bytes(plan.lower_bound.get(m.name, 0)),
+                  _pct(plan.memory_gap(m.name)) if plan.found else "n/a", "-" if step is None else str(step), str(len(used)))
+    return t
+
+
+def _progress_printer() -> tuple[Callable[[dict], None] | None, Callable[[], None]]:
+    """A live status line on a terminal (best, bound, gap, elapsed); nothing when piped."""
+    if not err.is_terminal:
+        return None, lambda: None
+    status = err.status("solving ...")
+    status.start()
+
+    def update(info: dict) -> None:
+        gap = info.get("gap")
+        status.update(f"best {_bytes(info.get('best'))}  bound {_bytes(info.get('bound'))}  "
+                      f"gap {_pct(gap)}  {info.get('elapsed', 0):.1f} s")
+
+    return update, status.stop
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    problem = _load(args)
+    progress, stop = _progress_printer() if not args.json else (None, lambda: None)
+    try:
+        plan = planners.solve(problem, args.planner, time_limit=args.time_limit, workers=args.workers,
+                              seed=args.seed, objective=args.objective, progress=progress)
+    finally:
+        stop()
+    if args.output and plan.found:
+        write_plan(problem, plan, args.output)
+    if args.json:
+        out.print(json.dumps(plan_to_dict(plan)), markup=False)
+    else:
+        out.print(_plan_table(problem, plan))
+        if plan.message:
+            out.print(plan.message, markup=False)
+        if plan.found and plan.gap is not None and len(problem.memories) > 1:
+            out.print(f"objective {plan.objective_value:,} (bound {plan.objective_bound:,}, gap {_pct(plan.gap)})")
+        if args.output and plan.found:
+            out.print(f"plan written to {args.output}", markup=False)
+    return EXIT_OK if plan.found else EXIT_NO_PLAN
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    problem = read_problem(args.problem)
+    placements = read_placements(args.plan, problem)
+    violations = validate(problem, placements)
+    if args.json:
+        out.print(json.dumps({"valid": not violations, "violations": [str(v) for v in violations],
+                              "peak": peaks(problem, placements) if not violations else None}), markup=False)
+    elif violations:
+        for v in violations:
+            out.print(str(v), markup=False)
+        out.print(f"INVALID: {len(violations)} violation(s)")
+    else:
+        bounds = lower_bounds(problem)
+        for m, peak in peaks(problem, placements).items():
+            out.print(f"{m}: peak {_bytes(peak)}, lower bound {_bytes(bounds.lower[m])}", markup=False)
+        out.print("VALID")
+    return EXIT_NO_PLAN if violations else EXIT_OK
+
+
+def cmd_bounds(args: argparse.Namespace) -> int:
+    problem = _load(args)
+    b = lower_bounds(problem)
+    if args.json:
+        out.print(json.dumps({"lower_bound": b.lower, "step": b.step, "infeasible": b.infeasible}), markup=False)
+    else:
+        t = Table(box=box.SIMPLE_HEAD)
+        for col in ("memory", "capacity", "lower bound", "at step"):
+            t.add_column(col, justify="left" if col == "memory" else "right", no_wrap=True)
+        for m in problem.memories:
+            step = b.step[m.name]
+            t.add_row(m.name, _bytes(m.capacity), _bytes(b.lower[m.name]), "-" if step is None else str(step))
+        out.print(t)
+        if b.infeasible:
+            out.print(f"INFEASIBLE: {b.infeasible}", markup=False)
+    return EXIT_NO_PLAN if b.infeasible else EXIT_OK
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    problem = _load(args)
+    bufs = problem.buffers
+    load, step = peak_load(np.array([b.start for b in bufs], np.int64), np.array([b.end for b in bufs], np.int64),
+                           np.array([b.size for b in bufs], np.int64))
+    lo, hi = problem.time_span
+    info = {
+        "buffers": len(bufs), "time_span": [lo, hi], "total_bytes": sum(b.size for b in bufs),
+        "peak_live_load": load, "peak_step": step, "largest_buffer": max((b.size for b in bufs), default=0),
+        "zero_size_buffers": sum(b.size == 0 for b in bufs),
+        "fixed_buffers": sum(b.fixed_offset is not None or b.fixed_memory is not None for b in bufs),
+        "relative_placements": len(problem.relative),
+        "memories": [{"name": m.name, "capacity": m.capacity, "alignment": m.alignment} for m in problem.memories],
+    }
+    if args.json:
+        out.print(json.dumps(info), markup=False)
+        return EXIT_OK
+    for k, v in info.items():
+        if k != "memories":
+            out.print(f"{k.replace('_', ' ')}: {_bytes(v) if isinstance(v, int) else v}", markup=False)
+    t = Table(box=box.SIMPLE_HEAD)
+    for col in ("memory", "capacity", "alignment"):
+        t.add_column(col, justify="left" if col == "memory" else "right")
+    for m in problem.memories:
+        t.add_row(m.name, _bytes(m.capacity), str(m.alignment))
+    out.print(t)
+    return EXIT_OK
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    write_problem(read_problem(args.input), args.output)
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    problem = _load(args)
+    names = args.planners.split(",") if args.planners else planners.heuristic_names()
+    results = [planners.solve(problem, n, time_limit=args.time_limit, seed=args.seed) for n in names]
+    results.sort(key=lambda p: (not p.found, p.objective_value if p.objective_value is not None else 0))
+    if args.json:
+        out.print(json.dumps([plan_to_dict(p) for p in results]), markup=False)
+        return EXIT_OK if any(p.found for p in results) else EXIT_NO_PLAN
+    bound = results[0].lower_bound if results else {}
+    t = Table(title="lower bound: " + ", ".join(f"{m} {_bytes(v)}" for m, v in bound.items()), title_justify="left", box=box.SIMPLE_HEAD)
+    t.add_column("planner", no_wrap=True)
+    t.add_column("status", no_wrap=True)
+    for m in problem.memory_names:
+        t.add_column(f"peak {m}" if len(problem.memories) > 1 else "peak", justify="right", no_wrap=True)
+    for col in ("gap", "seconds"):
+        t.add_column(col, justify="right", no_wrap=True)
+    for p in results:
+        t.add_row(p.planner, p.status.value, *[_bytes(p.peak[m]) if p.found else "-" for m in problem.memory_names],
+                  _pct(p.gap) if p.found else "n/a", f"{p.seconds:.3f}")
+    out.print(t)
+    return EXIT_OK if any(p.found for p in results) else EXIT_NO_PLAN
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="optplan", description="Optimal static memory plans for machine-learning models.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def problem_arg(s: argparse.ArgumentParser, capacity: bool = True) -> None:
+        s.add_argument("problem", help="problem file: .csv (MiniMalloc) or .json (optplan)")
+        if capacity:
+            s.add_argument("--capacity", type=int, help="cap a single-memory problem at N bytes")
+
+    s = sub.add_parser("solve", help="plan a problem")
+    problem_arg(s)
+    s.add_argument("-o", "--output", help="write the plan: .json (optplan) or .csv (MiniMalloc, one memory)")
+    s.add_argument("--planner", default="auto", help="planner name (see `optplan planners`); default: auto")
+    s.add_argument("--time-limit", type=float, default=None, help="seconds, model building included")
+    s.add_argument("--workers", type=int, default=None, help="solver threads")
+    s.add_argument("--seed", type=int, default=None, help="random seed (deterministic runs)")
+    s.add_argument("--objective", choices=("min-peak", "feasible"), default=None,
+                   help="min-peak: minimize the (weighted) peaks; feasible: any plan within the capacities")
+    s.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    s.set_defaults(run=cmd_solve)
+
+    s = sub.add_parser("validate", help="check a plan against a problem")
+    problem_arg(s, capacity=False)
+    s.add_argument("plan", help="plan file: .json or .csv (id,lower,upper,size,offset)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(run=cmd_validate)
+
+    s = sub.add_parser("bounds", help="lower bounds per memory, or a proof of infeasibility")
+    problem_arg(s)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(run=cmd_bounds)
+
+    s = sub.add_parser("info", help="buffers, time span, peak live load, memories")
+    problem_arg(s)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(run=cmd_info)
+
+    s = sub.add_parser("convert", help="convert a problem between .csv and .json")
+    s.add_argument("input")
+    s.add_argument("output")
+    s.set_defaults(run=cmd_convert)
+
+    s = sub.add_parser("compare", help="run every heuristic and rank them by peak")
+    problem_arg(s)
+    s.add_argument("--planners", help="comma-separated planner names (default: all heuristics)")
+    s.add_argument("--time-limit", type=float, default=None, help="budget for planners that search (e.g. hill-climb)")
+    s.add_argument("--seed", type=int, default=None)
+    s.add_argument("--json", action="store_true", help="print a JSON list, one object per planner")
+    s.set_defaults(run=cmd_compare)
+
+    s = sub.add_parser("planners", help="list the registered planners")
+    s.set_defaults(run=lambda args: (out.print("\n".join(planners.names()), markup=False), EXIT_OK)[1])
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except OptplanError as e:
+        err.print(f"optplan: error: {e}", markup=False)
+        return EXIT_USAGE
+    except PlannerBug as e:
+        err.print(f"optplan: internal error: {e}", markup=False)
+        return EXIT_NO_PLAN
+    except KeyboardInterrupt:
+        err.print("optplan: interrupted", markup=False)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""The command line: exit codes, the --json contract, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from optplan.cli import main
+from optplan.formats import read_placements, read_problem
+from optplan.validate import validate
+
+
+def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    o, e = capsys.readouterr()
+    return code, o, e
+
+
+@pytest.mark.parametrize("name", ["A", "B", "C", "D", "E"])
+def test_solve_minimalloc(shared: Path, tmp_path: Path, capsys: pytest.CaptureFixture, name: str) -> None:
+    src = shared / "minimalloc" / f"{name}.1048576.csv"
+    plan = tmp_path / "plan.csv"
+    code, o, _ = run(capsys, "solve", str(src), "--planner", "greedy-size", "-o", str(plan))
+    assert code == 0
+    assert "lower bound" in o and "gap" in o and "%" in o
+    problem = read_problem(src)
+    assert validate(problem, read_placements(plan, problem)) == []
+
+
+def test_solve_json_contract(shared: Path, capsys: pytest.CaptureFixture) -> None:
+    code, o, _ = run(capsys, "solve", str(shared / "minimalloc" / "C.1048576.csv"), "--planner", "greedy-size", "--json")
+    doc = json.loads(o)
+    assert code == 0
+    for key in ("status", "planner", "peak", "lower_bound", "gap", "seconds", "placements"):
+        assert key in doc
+    assert doc["lower_bound"] == {"mem": 1039360} and doc["planner"] == "greedy-size"
+    assert doc["gap"] == pytest.approx(doc["peak"]["mem"] / 1039360 - 1)
+    assert set(doc["placements"]["0"]) == {"memory", "offset"}
+
+
+def test_capacity_too_small_is_exit_1_and_writes_nothing(shared: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "plan.json"
+    code, o, _ = run(capsys, "solve", str(shared / "minimalloc" / "C.1048576.csv"), "--capacity", "1000000",
+                     "--planner", "greedy-size", "-o", str(out))
+    assert code == 1 and "INFEASIBLE" in o and "at step" in o
+    assert not out.exists()
+
+
+def test_validate_bounds_info_convert(shared: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    src = shared / "minimalloc" / "example.12.csv"
+    code, o, _ = run(capsys, "solve", str(src), "--planner", "greedy-size", "-o", str(tmp_path / "plan.json"))
+    assert code == 0
+    code, o, _ = run(capsys, "validate", str(src), str(tmp_path / "plan.json"))
+    assert code == 0 and "VALID" in o
+    # corrupt the plan: every buffer at offset 0
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,lower,upper,size,offset\n" + "".join(f"{b},0,1,4,0\n" for b in ("b1", "b2", "b3", "b4", "b5")))
+    code, o, _ = run(capsys, "validate", str(src), str(bad))
+    assert code == 1 and "overlap" in o and "INVALID" in o
+    code, o, _ = run(capsys, "bounds", str(src), "--json")
+    assert code == 0 and json.loads(o)["lower_bound"] == {"mem": 12}
+    code, o, _ = run(capsys, "info", str(src), "--json")
+    assert json.loads(o)["peak_live_load"] == 12 and json.loads(o)["buffers"] == 5
+    code, _, _ = run(capsys, "convert", str(src), str(tmp_path / "p.json"))
+    assert code == 0 and read_problem(tmp_path / "p.json").buffers == read_problem(src).buffers
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["solve", "missing.csv"], "optplan: error: missing.csv: no such file\n"),
+    (["solve", "p.txt"], "optplan: error: p.txt: unknown extension '.txt'; use .csv (MiniMalloc) or .json (optplan)\n"),
+    (["solve", "EX", "--planner", "nope"], "optplan: error: unknown planner 'nope'; known planners: "),
+    (["solve", "EX", "--capacity", "-5"], "optplan: error: --capacity must be >= 0, got -5\n"),
+    (["solve"], "optplan solve: error: the following arguments are required: problem (see optplan solve --help)\n"),
+    (["solve", "EX", "--time-limit", "soon"], "optplan solve: error: argument --time-limit: invalid float value: 'soon' (see optplan solve --help)\n"),
+    (["frobnicate"], "optplan: error: argument command: invalid choice: 'frobnicate'"),
+])
+def test_bad_input_one_line_exit_2(shared: Path, capsys: pytest.CaptureFixture, argv: list[str], message: str) -> None:
+    argv = [str(shared / "minimalloc" / "example.12.csv") if a == "EX" else a for a in argv]
+    try:
+        code = main(argv)
+    except SystemExit as e:  # argparse usage errors
+        code = e.code
+    _, e = capsys.readouterr()
+    assert code == 2
+    assert e.startswith(message) and e.count("\n") == 1
+
+
+def test_bad_problem_file_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    f = tmp_path / "p.csv"
+    f.write_text("id,lower,upper,size\na,0,2,-4\n")
+    code, _, e = run(capsys, "solve", str(f))
+    assert code == 2 and e == f"optplan: error: {f}: buffer 'a': field 'size': must be >= 0, got -4\n"
+
+
+def test_compare_json_lists_every_heuristic(shared: Path, capsys: pytest.CaptureFixture) -> None:
+    from optplan.planners import heuristic_names
+
+    code, o, _ = run(capsys, "compare", str(shared / "minimalloc" / "A.1048576.csv"), "--json")
+    docs = json.loads(o)
+    assert code == 0 and sorted(d["planner"] for d in docs) == sorted(heuristic_names())
+    peaks = [d["peak"]["mem"] for d in docs if d["status"] in ("OPTIMAL", "FEASIBLE")]
+    assert peaks == sorted(peaks)
