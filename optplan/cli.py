@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from collections.abc import Callable, Sequence
 
 from rich import box
@@ -201,6 +202,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_OK if any(p.found for p in results) else EXIT_NO_PLAN
 
 
+def cmd_plot(args: argparse.Namespace) -> int:
+    from optplan.planners import Result, finish
+    from optplan.report.layout import draw_layout
+
+    problem = read_problem(args.problem)
+    placements = read_placements(args.plan, problem)
+    violations = validate(problem, placements)
+    if violations:
+        out.print(f"INVALID: {violations[0]} ({len(violations)} violation(s)); run `optplan validate` for all", markup=False)
+        return EXIT_NO_PLAN
+    plan = finish(problem, Result(placements), Path(args.plan).name, 0.0)
+    draw_layout(problem, plan, args.output)
+    out.print(f"layout written to {args.output}", markup=False)
+    return EXIT_OK
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="optplan", description="Optimal static memory plans for machine-learning models.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -250,6 +267,12 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=None)
     s.add_argument("--json", action="store_true", help="print a JSON list, one object per planner")
     s.set_defaults(run=cmd_compare)
+
+    s = sub.add_parser("plot", help="draw a plan (time x address per memory) to PNG/SVG/PDF")
+    problem_arg(s, capacity=False)
+    s.add_argument("plan", help="plan file: .json or .csv")
+    s.add_argument("-o", "--output", required=True, help="picture file: .png, .svg or .pdf")
+    s.set_defaults(run=cmd_plot)
 
     s = sub.add_parser("planners", help="list the registered planners")
     s.set_defaults(run=lambda args: (out.print("\n".join(planners.names()), markup=False), EXIT_OK)[1])

@@ -102,3 +102,14 @@ def test_compare_json_lists_every_heuristic(shared: Path, capsys: pytest.Capture
     assert code == 0 and sorted(d["planner"] for d in docs) == sorted(heuristic_names())
     peaks = [d["peak"]["mem"] for d in docs if d["status"] in ("OPTIMAL", "FEASIBLE")]
     assert peaks == sorted(peaks)
+
+
+def test_plot_writes_a_picture_of_valid_plans_only(shared: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    src = shared / "minimalloc" / "example.12.csv"
+    run(capsys, "solve", str(src), "--planner", "greedy-size", "-o", str(tmp_path / "plan.csv"))
+    code, _, _ = run(capsys, "plot", str(src), str(tmp_path / "plan.csv"), "-o", str(tmp_path / "layout.png"))
+    assert code == 0 and (tmp_path / "layout.png").read_bytes()[:4] == b"\x89PNG"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,lower,upper,size,offset\n" + "".join(f"{b},0,1,4,0\n" for b in ("b1", "b2", "b3", "b4", "b5")))
+    code, o, _ = run(capsys, "plot", str(src), str(bad), "-o", str(tmp_path / "bad.png"))
+    assert code == 1 and "INVALID" in o and not (tmp_path / "bad.png").exists()

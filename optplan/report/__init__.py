@@ -1,0 +1,1 @@
+"""Reports: pictures of plans (tables live with the CLI that prints them)."""
