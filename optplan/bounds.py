@@ -99,9 +99,13 @@ def _lower_bounds(problem: Problem) -> Bounds:
         if len(subset) == 1 and all(len(u.members) == 1 for u in members):
             rounding = problem.memory(subset[0]).alignment
             rounding = math.gcd(*[u.modulus[subset[0]][0] for u in members], rounding) if members else rounding
-        t0, t1, h, slack = _pieces(members, rounding)
+        t0, t1, h, slack = _pieces(members)
         load, at = peak_load(t0, t1, h)
-        load -= slack if rounding > 1 else 0
+        if rounding > 1:  # every offset is a multiple of `rounding`: all but the top buffer round up
+            t0, t1, h, slack = _pieces(members, rounding)
+            rounded, rounded_at = peak_load(t0, t1, h)
+            if rounded - slack > load:
+                load, at = rounded - slack, rounded_at
         free = [m for m in subset if cap[m] is None]
         if not free and load > sum(cap[m] for m in subset):  # type: ignore[misc]
             where = " + ".join(repr(m) for m in subset)

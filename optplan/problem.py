@@ -173,17 +173,23 @@ class Problem:
 def objective_weights(problem: Problem) -> dict[str, int]:
     """Weights of the per-memory peaks in the objective.
 
-    Explicit ``Memory.weight`` values are used as given. The default makes the objective
+    Explicit ``Memory.weight`` values are used as given. By default the objective is
     lexicographic with the *slowest* memory most important: bytes spilled to slower storage
-    cost more than any amount of faster storage, so a solver fills fast memories first (within
-    their capacities) and then keeps every memory's peak as low as possible.
+    cost more than any amount of faster storage. A memory with a capacity that has a slower
+    memory behind it weighs 0: its size is fixed by the chip, so shrinking its peak is worth
+    nothing, and a positive weight would push buffers out of fast storage whenever that does not
+    raise the slower peaks.
     """
-    if all(m.weight is not None for m in problem.memories):
-        return {m.name: int(m.weight) for m in problem.memories}  # type: ignore[arg-type]
     total = sum(b.size for b in problem.buffers) + 1
+    last = len(problem.memories) - 1
     weights = {}
     for i, m in enumerate(problem.memories):
-        weights[m.name] = int(m.weight) if m.weight is not None else total**i
+        if m.weight is not None:
+            weights[m.name] = int(m.weight)
+        elif m.capacity is not None and i < last:
+            weights[m.name] = 0
+        else:
+            weights[m.name] = total**i
     return weights
 
 

@@ -76,3 +76,9 @@ def test_bounds_never_exceed_a_valid_plan(p: Problem) -> None:
     if plan.found:
         assert b.infeasible is None
         assert all(b.lower[m] <= plan.peak[m] for m in p.memory_names)
+
+
+def test_alignment_bound_never_below_live_load() -> None:
+    # the largest rounding slack (buffer a, alone at step 0) must not pull the bound under the live load
+    p = Problem((Buffer("a", 1, 0, 1), Buffer("b", 16, 1, 2), Buffer("c", 16, 1, 2)), (Memory("m", alignment=16),))
+    assert lower_bounds(p).lower["m"] == 32

@@ -37,6 +37,9 @@ def write_text(path: str | Path, text: str) -> None:
         fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a plan is an ordinary file
         os.replace(tmp, path)
     except OSError as e:
         raise FormatError(f"{path}: cannot write: {e.strerror or e}") from None
