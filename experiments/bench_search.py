@@ -1,0 +1,112 @@
+"""The compiled canonical search on the hardest real instances, beside greedy-size, in one run.
+
+    python experiments/bench_search.py [--time-limit 60] [--workers 2] [-o experiments/results/search.md]
+
+Rows: minimalloc A-E at capacity 1048576 (objective "feasible": a plan that fits), C and D again
+with "min-peak" (prove the optimal peak under that capacity), and the idealloc instances
+(resnet50 and G_1 at capacity = their peak live load, S_1 with "min-peak" and no capacity).
+MiniMalloc itself is not run here: its column quotes the reference figures measured on this
+machine kind in ../shared/README.md. The numba compile/load time is measured once before the
+first row and reported separately, not counted in the seconds column. The machine's load
+average is printed before and after: other processes share the cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from optplan.bounds import lower_bounds
+from optplan.formats import read_problem, write_text
+from optplan.planners import solve
+from optplan.search import engine
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
+MINIMALLOC_SECONDS = {"A": 6.0, "B": 3.5, "C": 0.7, "D": 2.7, "E": 3.5, "resnet50": 0.4, "G_1": 1.4}
+
+# (label, file, capacity: int | "bound" | None, objective)
+CASES = [(name, f"minimalloc/{name}.1048576.csv", 1048576, "feasible") for name in "ABCDE"] + [
+    ("C", "minimalloc/C.1048576.csv", 1048576, "min-peak"),
+    ("D", "minimalloc/D.1048576.csv", 1048576, "min-peak"),
+    ("resnet50", "idealloc/resnet50.csv", "bound", "feasible"),
+    ("G_1", "idealloc/G_1.csv", "bound", "feasible"),
+    ("S_1", "idealloc/S_1.csv", None, "min-peak"),
+]
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--only", nargs="*", help="labels to run (default: all)")
+    ap.add_argument("-o", "--output")
+    args = ap.parse_args(argv)
+
+    lines = ["```", "python " + " ".join(shlex.quote(a) for a in sys.argv), "```", ""]
+    t0 = time.perf_counter()
+    compile_s = engine.ensure_compiled()
+    lines.append(f"numba kernels loaded/compiled in {compile_s:.2f} s (not counted below); "
+                 f"{os.cpu_count()} cores; load average before: {load()}")
+    lines += ["", "| instance | objective | capacity | planner | status | peak / lower bound | seconds | nodes | nodes/s | MiniMalloc ref. s |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    print("\n".join(lines), flush=True)
+    feasible_times = []
+    for label, path, capacity, objective in CASES:
+        if args.only and label not in args.only:
+            continue
+        problem = read_problem(SHARED / path)
+        if capacity == "bound":
+            capacity = lower_bounds(problem).lower[problem.memories[0].name]
+        if capacity is not None:
+            problem = problem.with_capacity(capacity)
+        mem = problem.memories[0].name
+        uncapped = problem.with_capacity(None) if capacity is not None else problem
+        # greedy-size is left out on S_1: its numpy packer is quadratic in the number of buffers
+        for planner in ("search",) if label == "S_1" else ("greedy-size", "search"):
+            options = {"time_limit": args.time_limit, "workers": args.workers, "objective": objective}
+            # the heuristic runs without the capacity so that its peak shows how far above it is
+            plan = solve(problem if planner == "search" else uncapped, planner, **options)
+            peak = plan.peak[mem] if plan.found else None
+            ratio = "-" if peak is None else f"{peak / plan.lower_bound[mem]:.4f}"
+            if plan.found and capacity is not None and peak > capacity:
+                status = f"{plan.status.value} (over capacity)"
+            else:
+                status = plan.status.value
+            if planner == "search" and objective == "feasible" and label in "ABCDE":
+                feasible_times.append(plan.seconds if plan.found else float("inf"))
+            nodes = plan.stats.get("nodes", "-")
+            rate = plan.stats.get("nodes_per_second", "-")
+            ref = MINIMALLOC_SECONDS.get(label, "-") if objective == "feasible" else "-"
+            row = (f"| {label} | {objective} | {capacity if capacity is not None else '-'} | {planner} | {status} | "
+                   f"{peak if peak is not None else '-'} / {plan.lower_bound[mem]} ({ratio}) | {plan.seconds:.2f} | "
+                   f"{nodes} | {rate} | {ref} |")
+            lines.append(row)
+            print(row, flush=True)
+            if planner == "search" and plan.message:
+                print(f"    message: {plan.message}", flush=True)
+    lines.append("")
+    if feasible_times:
+        ref = statistics.median(MINIMALLOC_SECONDS[k] for k in "ABCDE")
+        solved = sum(t != float("inf") for t in feasible_times)
+        median = statistics.median(feasible_times)
+        lines.append(f"minimalloc A-E at capacity 1048576: search solved {solved}/{len(feasible_times)} within "
+                     f"{args.time_limit:.0f} s; median time {median:.2f} s counting an unsolved instance as "
+                     f"infinitely slow (MiniMalloc reference median {ref:.1f} s)")
+    lines.append(f"load average after: {load()}; wall time {time.perf_counter() - t0:.0f} s")
+    print("\n".join(lines[-2:]), flush=True)
+    if args.output:
+        write_text(args.output, "\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,322 @@
+"""Driving the compiled search: orderings, restarts, worker processes, minimization.
+
+A decision ("does a plan fit under cap?") runs the search round-robin over several static
+orderings with node limits that double each round: the ordering decides most of the run time,
+and restarts keep one bad ordering from eating the budget. A run that ends without hitting its
+node limit is complete, so its INFEASIBLE is a proof. With several workers the orderings are
+dealt out to forked processes that stop each other through a shared flag.
+
+Minimization searches upward from the lower bound: every capacity proven infeasible raises the
+bound, and the first capacity that admits a plan is the optimum.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from optplan.search import kernel
+from optplan.search.instance import MAX_PAIRS, Instance, Ordered, ordered
+
+FIRST_LIMIT = 2000
+_compile_seconds: float | None = None
+
+
+def ensure_compiled() -> float:
+    """Load (or compile, the first time on this machine) the kernels; seconds it took in this process."""
+    global _compile_seconds
+    if _compile_seconds is None:
+        t0 = time.perf_counter()
+        s0 = np.array([0, 1], np.int64)
+        s1 = np.array([2, 3], np.int64)
+        ptr, idx = kernel.overlap_graph(s0, s1)
+        one = np.ones(2, np.int64)
+        zero = np.zeros(2, np.int64)
+        kernel.search(one, s0, s1, one, zero, zero, -one, ptr, idx, np.zeros(3, np.int64),
+                      np.zeros(0, np.int64), -one, np.int64(3), np.int64(2), np.int64(100), np.int64(0),
+                      np.zeros(1, np.int64), np.zeros(2, np.int64))
+        _compile_seconds = time.perf_counter() - t0
+    return _compile_seconds
+
+
+# -- static orderings ------------------------------------------------------------------------
+
+def orderings(inst: Instance, seed: int = 0) -> list[Ordered]:
+    """The portfolio: buffers that are hard to fit first, by several measures, plus random ones."""
+    n = inst.n
+    size = inst.size
+    width = inst.end - inst.start
+    load = np.zeros(inst.nsec + 1, np.int64)
+    np.add.at(load, inst.s0, size)
+    np.add.at(load, inst.s1, -size)
+    load = np.cumsum(load)
+    total = np.array([load[a:b].max() for a, b in zip(inst.s0, inst.s1)], np.int64) if n else np.zeros(0, np.int64)
+    area = size * width
+    out = []
+    if (inst.hint >= 0).any():
+        hint = np.where(inst.hint >= 0, inst.hint, np.iinfo(np.int64).max)
+        out.append(("hint", np.lexsort((-size, hint))))
+    out += [
+        ("total", np.lexsort((-size, -width, -total))),
+        ("width", np.lexsort((-size, -width))),
+        ("area", np.lexsort((-size, -area))),
+        ("size", np.lexsort((-width, -size))),
+        ("start", np.lexsort((-size, inst.start))),
+    ]
+    rng = np.random.default_rng(seed)
+    out += [(f"random{k}", rng.permutation(n)) for k in range(3)]
+    base = [ordered(inst, name, np.asarray(perm, np.int64)) for name, perm in out]
+    # each ordering twice: candidates lowest offset first (ties by rank), and by rank alone
+    return [replace(o, name=f"{o.name}/low", lowest_first=1) for o in base] + base
+
+
+# -- decisions -------------------------------------------------------------------------------
+
+@dataclass
+class Stats:
+    nodes: int = 0
+    seconds: float = 0.0  # time inside the search kernel
+    runs: int = 0
+    winners: dict[str, int] = field(default_factory=dict)
+
+    def add(self, other: Stats) -> None:
+        self.nodes += other.nodes
+        self.seconds += other.seconds
+        self.runs += other.runs
+        for k, v in other.winners.items():
+            self.winners[k] = self.winners.get(k, 0) + v
+
+    @property
+    def rate(self) -> float:
+        return self.nodes / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass
+class Outcome:
+    status: int  # kernel.FOUND, kernel.INFEASIBLE or kernel.LIMIT (time ran out)
+    offsets: np.ndarray | None  # scaled rectangle offsets in Instance order
+    stats: Stats
+
+
+def dive(ords: list[Ordered], n: int, lb: int = 0) -> tuple[np.ndarray | None, int, Stats]:
+    """The search without backtracking and without a capacity: one canonical plan per ordering
+    (milliseconds); the lowest peak wins. Returns (offsets, scaled peak, stats)."""
+    stats, best, best_top = Stats(), None, 0
+    stop = np.zeros(1, np.int64)
+    for o in ords:
+        out = np.zeros(n, np.int64)
+        t0 = time.perf_counter()
+        status, nodes = kernel.search(*o.args, np.int64(1) << 60, np.int64(n + 1), np.int64(1), stop, out)
+        stats.seconds += time.perf_counter() - t0
+        stats.nodes += nodes
+        stats.runs += 1
+        if status == kernel.FOUND:
+            top = int((out + o.args[0]).max()) if n else 0
+            if best is None or top < best_top:
+                best, best_top = o.unpermute(out), top
+            if top <= lb:
+                break
+    return best, best_top, stats
+
+
+def decide(ords: list[Ordered], n: int, cap: int, deadline: float, stop: np.ndarray) -> Outcome:
+    """Round-robin over ``ords`` with doubling node limits until a plan, a proof, or the deadline."""
+    stats = Stats()
+    limit = FIRST_LIMIT
+    while True:
+        for o in ords:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0 or stop[0]:
+                return Outcome(kernel.LIMIT, None, stats)
+            rate = stats.rate or 2e5
+            budget = max(1000, min(limit, int(rate * remaining) + 1))
+            out = np.zeros(n, np.int64)
+            t0 = time.perf_counter()
+            status, nodes = kernel.search(*o.args, np.int64(cap), np.int64(budget), np.int64(o.lowest_first), stop, out)
+            stats.seconds += time.perf_counter() - t0
+            stats.nodes += nodes
+            stats.runs += 1
+            if status == kernel.FOUND:
+                stats.winners[o.name] = 1
+                return Outcome(status, o.unpermute(out), stats)
+            if status == kernel.INFEASIBLE:
+                return Outcome(status, None, stats)
+        limit *= 2
+
+
+def _child(ords: list[Ordered], n: int, cap: int, deadline: float, flag: object, conn: object) -> None:
+    stop = np.frombuffer(flag, dtype=np.int64)  # type: ignore[arg-type]
+    out = decide(ords, n, cap, deadline, stop)
+    if out.status != kernel.LIMIT:
+        stop[0] = 1
+    conn.send(out)  # type: ignore[attr-defined]
+    conn.close()  # type: ignore[attr-defined]
+
+
+def decide_parallel(ords: list[Ordered], n: int, cap: int, deadline: float, workers: int) -> Outcome:
+    """``decide`` with the orderings dealt out to ``workers`` processes (forked: the compiled
+    kernels come along); the first plan or proof stops the others."""
+    workers = min(workers, len(ords))
+    if workers <= 1 or "fork" not in mp.get_all_start_methods():
+        return decide(ords, n, cap, deadline, np.zeros(1, np.int64))
+    ctx = mp.get_context("fork")
+    flag = ctx.RawArray("q", 1)
+    stop = np.frombuffer(flag, dtype=np.int64)
+    children = []
+    for k in range(1, workers):
+        recv, send = ctx.Pipe(duplex=False)
+        p = ctx.Process(target=_child, args=(ords[k::workers], n, cap, deadline, flag, send), daemon=True)
+        p.start()
+        send.close()
+        children.append((p, recv))
+    outs = [decide(ords[0::workers], n, cap, deadline, stop)]
+    if outs[0].status != kernel.LIMIT:
+        stop[0] = 1
+    for p, recv in children:
+        try:
+            outs.append(recv.recv())
+        except EOFError:  # a worker died: its share of the portfolio is simply missing
+            pass
+        p.join()
+    stats = Stats()
+    for o in outs:
+        stats.add(o.stats)
+    for status in (kernel.FOUND, kernel.INFEASIBLE):
+        for o in outs:
+            if o.status == status:
+                return Outcome(status, o.offsets, stats)
+    return Outcome(kernel.LIMIT, None, stats)
+
+
+# -- minimization ----------------------------------------------------------------------------
+
+@dataclass
+class Answer:
+    offsets: np.ndarray | None  # scaled, Instance order; None: no plan
+    peak: int | None  # bytes
+    bound: int  # proven lower bound on the peak, bytes
+    optimal: bool
+    infeasible: bool  # proven: nothing fits under the capacity
+    timed_out: bool
+    stats: Stats
+    dive_peak: int | None = None
+    note: str = ""  # how the answer was reached when that is not the full search
+
+
+def _large(inst: Instance, capacity: int | None, lower: int, seed: int, t_start: float) -> Answer:
+    """Too many overlapping pairs for the search's adjacency lists: the lowest-offset-first dive
+    (segment tree and heap), under a few tie-breaking orders; no proof beyond the load bound."""
+    stats = Stats()
+    best, best_top = None, 0
+    if (inst.fixed >= 0).any():
+        return Answer(None, None, lower, False, False, False, stats, None,
+                      f"{inst.n} buffers with more than {MAX_PAIRS} overlapping pairs and fixed offsets: not supported")
+    size = inst.size
+    width = inst.end - inst.start
+    for key in (np.lexsort((-width, -size)), np.lexsort((-size, -width)), np.random.default_rng(seed).permutation(inst.n)):
+        rank = np.empty(inst.n, np.int64)
+        rank[key] = np.arange(inst.n)
+        out = np.zeros(inst.n, np.int64)
+        t0 = time.perf_counter()
+        kernel.skyline_dive(inst.size, inst.s0, inst.s1, inst.mod, inst.res, inst.lo, rank, np.int64(inst.nsec), out)
+        stats.seconds += time.perf_counter() - t0
+        stats.nodes += inst.n
+        stats.runs += 1
+        top = int((out + size).max()) if inst.n else 0
+        if best is None or top < best_top:
+            best, best_top = out, top
+    peak = best_top * inst.scale
+    fits = capacity is None or peak <= capacity
+    note = (f"{inst.n} buffers with more than {MAX_PAIRS} overlapping pairs: lowest-offset dive only, "
+            "no search (bound from live load)")
+    return Answer(best if fits else None, peak if fits else None, lower, fits and peak <= lower, False,
+                  False, stats, peak, note)
+
+
+def solve(inst: Instance, capacity: int | None, lower: int, objective: str, time_limit: float,
+          workers: int = 1, seed: int = 0, progress: Callable[[dict], None] | None = None) -> Answer:
+    """Feasibility at ``capacity`` ("feasible") or the optimal peak <= ``capacity`` ("min-peak")."""
+    t_start = time.perf_counter()
+    deadline = t_start + time_limit
+    g = inst.scale
+    lb = inst.scaled_bound(lower)
+    cap = None if capacity is None else inst.scaled_capacity(capacity)
+    if inst.large:
+        return _large(inst, capacity, lower, seed, t_start)
+    ords = orderings(inst, seed)
+    best, best_top, stats = dive(ords, inst.n, lb)
+    dive_peak = None if best is None else best_top * g
+    if best is not None and cap is not None and best_top > cap:
+        best = None
+    if inst.n == 0:
+        return Answer(np.zeros(0, np.int64), 0, lower, True, False, False, stats, 0)
+
+    def report() -> None:
+        if progress is not None:
+            peak = None if best is None else best_top * g
+            progress({"best_peak": peak, "bound": lb * g, "gap": None if peak is None or lb == 0 else peak / (lb * g) - 1,
+                      "elapsed": time.perf_counter() - t_start})
+
+    def answer(timed_out: bool, infeasible: bool = False) -> Answer:
+        peak = None if best is None else best_top * g
+        optimal = best is not None and best_top <= lb
+        return Answer(best, peak, max(lower, lb * g), optimal, infeasible, timed_out, stats, dive_peak)
+
+    report()
+    if cap is not None and lb > cap:
+        return answer(False, infeasible=True)
+    if best is not None and (objective == "feasible" or best_top <= lb):
+        return answer(False)
+    if best is None and cap is not None:
+        # a plan under the capacity first: upward steps alone may not reach it in time
+        share = deadline if objective == "feasible" or lb >= cap else t_start + 0.5 * time_limit
+        out = decide_parallel(ords, inst.n, cap, share, workers)
+        stats.add(out.stats)
+        if out.status == kernel.INFEASIBLE:
+            lb = cap + 1
+            return answer(False, infeasible=True)
+        if out.status == kernel.FOUND:
+            best, best_top = out.offsets, int((out.offsets + inst.size).max())
+            report()
+            if objective == "feasible":
+                return answer(False)
+        elif objective == "feasible" or lb >= cap:
+            return answer(True)
+    if best is None:
+        # no plan under the capacity yet: prove capacities upward until one admits a plan
+        while lb <= (cap if cap is not None else 1 << 60):
+            out = decide_parallel(ords, inst.n, lb, deadline, workers)
+            stats.add(out.stats)
+            if out.status == kernel.FOUND:
+                best, best_top = out.offsets, int((out.offsets + inst.size).max())
+                return answer(False)
+            if out.status != kernel.INFEASIBLE:
+                return answer(True)
+            lb += 1
+            report()
+        return answer(False, infeasible=True)
+    # alternate time slices between proving the bound upward (lb) and improving the plan below
+    # best (a step that halves whenever the slice ends without an answer)
+    slice_s = 0.25
+    step = max(1, (best_top - lb) // 4)
+    while lb < best_top:
+        for target in dict.fromkeys((lb, max(lb, best_top - step))):
+            if time.perf_counter() >= deadline:
+                return answer(True)
+            out = decide_parallel(ords, inst.n, target, min(deadline, time.perf_counter() + slice_s), workers)
+            stats.add(out.stats)
+            if out.status == kernel.FOUND:
+                best, best_top = out.offsets, int((out.offsets + inst.size).max())
+            elif out.status == kernel.INFEASIBLE:
+                lb = max(lb, target + 1)
+            elif target > lb:
+                step = max(1, step // 2)
+            report()
+            if lb >= best_top:
+                break
+        slice_s *= 2
+    return answer(False)

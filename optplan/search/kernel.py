@@ -1,0 +1,539 @@
+"""The compiled depth-first search over canonical solutions (numba, one signature, cached on disk).
+
+A *canonical* solution places buffers in non-decreasing offset order, each at the lowest legal
+offset above everything already placed in its lifespan (the "floor"). Pushing every buffer of any
+valid plan down as far as it goes gives a canonical plan with no higher peak, so searching
+canonical plans is complete for "does a plan fit under ``cap``?" (the idea of MiniMalloc, Moffitt,
+ASPLOS 2023). All quantities are integers already divided by a common scale; time is compressed to
+*sections* (intervals between consecutive distinct start/end times); buffer ``i`` lives in
+sections ``[s0[i], s1[i])``. Buffer indices are ranks of the static ordering: candidates are tried
+in index order.
+
+Pruning rules, each keeping one reference solution alive (among the solutions under ``cap`` the
+one with the smallest sum of offsets, ties of identical buffers by index), so INFEASIBLE is a proof:
+
+* order: the next buffer's offset is >= the last one placed in its component (ties by index);
+* dominance: a buffer may not go to offset ``o`` if another unplaced buffer ``c`` fits entirely
+  below ``o`` at its own lowest offset: every buffer placed later lies at >= ``o``, so ``c`` could
+  be moved down there, lowering the sum of offsets;
+* sections: in every section the unplaced load sits above max(floor, lowest offset any unplaced
+  buffer of the component may still take), and must fit under ``cap``;
+* twins: of identical buffers (same size, lifespan, alignment) the lower index goes first;
+* decomposition: when no unplaced buffer crosses a time point, the parts left and right are
+  independent sub-problems, solved one after the other (most constrained first) with their own
+  order; when one of them fails the search returns straight to the choice that split them.
+  A component of one buffer is simply placed (nothing can go above it any more).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+FOUND, INFEASIBLE, LIMIT = 1, 0, 2
+_PLACE, _FLOOR, _MF = 0, 1, 2
+_BIG = np.int64(1) << np.int64(62)
+
+
+@njit(cache=True, inline="always")
+def _align(x, m, r):
+    return x + (r - x) % m
+
+
+@njit(cache=True)
+def _push_split(members, nmem, cuts, ncut, s0, s1, floor, load, cap, pool, pool_top,
+                pend_start, pend_len, pend_cnt, pend_L, pend_Li, pend_owner, pt, owner):
+    """Split ``members`` (unplaced, in index order) at the time cuts and push one pending
+    component per non-empty part, the least slack on top. Returns (pool_top, pt, parts)."""
+    seg = np.empty(nmem, np.int64)
+    cnt = np.zeros(ncut + 1, np.int64)
+    smin = np.full(ncut + 1, _BIG, np.int64)
+    smax = np.zeros(ncut + 1, np.int64)
+    for p in range(nmem):
+        c = members[p]
+        j = np.searchsorted(cuts[:ncut], s0[c], side="right")
+        seg[p] = j
+        cnt[j] += 1
+        smin[j] = min(smin[j], s0[c])
+        smax[j] = max(smax[j], s1[c])
+    parts = 0
+    for j in range(ncut + 1):
+        if cnt[j] > 0:
+            parts += 1
+    if parts < 2 or pool_top + nmem > pool.shape[0]:
+        return pool_top, pt, min(parts, 1)  # one part (or no room to split): the caller continues
+    slack = np.full(ncut + 1, _BIG, np.int64)
+    start = np.zeros(ncut + 1, np.int64)
+    pos = pool_top
+    for j in range(ncut + 1):
+        start[j] = pos
+        pos += cnt[j]
+        if cnt[j] > 0:
+            for s in range(smin[j], smax[j]):
+                if load[s] > 0:
+                    slack[j] = min(slack[j], cap - floor[s] - load[s])
+    fill = start.copy()
+    for p in range(nmem):
+        j = seg[p]
+        pool[fill[j]] = members[p]
+        fill[j] += 1
+    done = np.zeros(ncut + 1, np.bool_)
+    for _ in range(parts):  # push the loosest first so the tightest ends on top
+        best = -1
+        for j in range(ncut + 1):
+            if cnt[j] > 0 and not done[j] and (best < 0 or slack[j] > slack[best]):
+                best = j
+        done[best] = True
+        pend_start[pt] = start[best]
+        pend_len[pt] = cnt[best]
+        pend_cnt[pt] = cnt[best]
+        pend_L[pt] = -1
+        pend_Li[pt] = -1
+        pend_owner[pt] = owner
+        pt += 1
+    return pos, pt, parts
+
+
+@njit(cache=True)
+def search(size, s0, s1, mod, res, lo, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx, twin,
+           nsec, cap, node_limit, lowest_first, stop, offsets):
+    """Is there a canonical plan with every top <= ``cap``? Returns (status, nodes); on FOUND
+    ``offsets`` holds it. LIMIT: ``node_limit`` nodes spent or ``stop[0]`` set by another worker."""
+    n = size.shape[0]
+    placed = np.zeros(n, np.bool_)
+    mf = lo.copy()  # highest floor under each buffer's lifespan (its lowest offset before alignment)
+    floor = np.zeros(nsec, np.int64)
+    load = np.zeros(nsec, np.int64)
+    cross = np.zeros(nsec + 1, np.int64)  # unplaced buffers crossing the boundary before section k
+    tsize = n + 16
+    for i in range(n):
+        for s in range(s0[i], s1[i]):
+            load[s] += size[i]
+        for k in range(s0[i] + 1, s1[i]):
+            cross[k] += 1
+        tsize += s1[i] - s0[i]
+    tsize += nb_idx.shape[0]
+    tk = np.empty(tsize, np.int64)
+    ti = np.empty(tsize, np.int64)
+    tv = np.empty(tsize, np.int64)
+    ttop = 0
+    pool = np.empty(16 * n + 64, np.int64)
+    m = n + 2
+    pend_start = np.empty(m, np.int64)
+    pend_len = np.empty(m, np.int64)
+    pend_cnt = np.empty(m, np.int64)  # unplaced buffers left in the component
+    pend_L = np.empty(m, np.int64)
+    pend_Li = np.empty(m, np.int64)
+    pend_owner = np.empty(m, np.int64)
+    f_start = np.empty(m, np.int64)
+    f_len = np.empty(m, np.int64)
+    f_cnt = np.empty(m, np.int64)
+    f_L = np.empty(m, np.int64)
+    f_Li = np.empty(m, np.int64)
+    f_owner = np.empty(m, np.int64)
+    f_pt = np.empty(m, np.int64)
+    f_pool = np.empty(m, np.int64)
+    f_trail = np.empty(m, np.int64)
+    f_i = np.empty(m, np.int64)
+    f_lo = np.empty(m, np.int64)  # lowest-first: offset of the last candidate tried
+    f_U1 = np.empty(m, np.int64)
+    f_U1a = np.empty(m, np.int64)
+    f_U2 = np.empty(m, np.int64)
+    f_F = np.empty(m, np.int64)
+    f_Fa = np.empty(m, np.int64)
+    cuts = np.empty(nsec + 1, np.int64)
+    secmin = np.empty(nsec + 1, np.int64)
+    members = np.empty(n, np.int64)
+
+    # initial components
+    for i in range(n):
+        pool[i] = i
+    ncut = 0
+    for k in range(1, nsec):
+        if cross[k] == 0:
+            cuts[ncut] = k
+            ncut += 1
+    pool_top, pt, parts = _push_split(pool, n, cuts, ncut, s0, s1, floor, load, cap, pool, n,
+                                      pend_start, pend_len, pend_cnt, pend_L, pend_Li, pend_owner, 0, -1)
+    if parts == 1:
+        pend_start[0] = 0
+        pend_len[0] = n
+        pend_cnt[0] = n
+        pend_L[0] = -1
+        pend_Li[0] = -1
+        pend_owner[0] = -1
+        pt = 1
+
+    nodes = 0
+    depth = 0
+    new_frame = True
+    while True:
+        d = depth
+        exhausted = False
+        if new_frame:
+            new_frame = False
+            if pt == 0:
+                return FOUND, nodes
+            nodes += 1
+            if nodes > node_limit:
+                return LIMIT, nodes
+            if (nodes & 1023) == 0 and stop[0] != 0:
+                return LIMIT, nodes
+            j = pt - 1
+            st = pend_start[j]
+            ln = pend_len[j]
+            L = pend_L[j]
+            Li = pend_Li[j]
+            f_start[d] = st
+            f_len[d] = ln
+            f_cnt[d] = pend_cnt[j]
+            f_L[d] = L
+            f_Li[d] = Li
+            f_owner[d] = pend_owner[j]
+            f_pt[d] = pt
+            f_pool[d] = pool_top
+            f_i[d] = 0
+            f_lo[d] = -1
+            # node checks; bounds for the dominance rule
+            U1 = _BIG
+            U1a = -1
+            U2 = _BIG
+            F = _BIG
+            Fa = -1
+            emin = _BIG
+            smin = nsec
+            smax = 0
+            for p in range(ln):
+                c = pool[st + p]
+                if placed[c]:
+                    continue
+                if fixed[c] >= 0:
+                    oc = fixed[c]
+                    if mf[c] > oc or oc < L or (oc == L and c < Li):
+                        exhausted = True
+                        break
+                    if oc < F or (oc == F and c < Fa):
+                        F = oc
+                        Fa = c
+                    e = oc
+                else:
+                    oc = _align(mf[c], mod[c], res[c])
+                    v = oc + size[c]
+                    if v < U1:
+                        U2 = U1
+                        U1 = v
+                        U1a = c
+                    elif v < U2:
+                        U2 = v
+                    e = oc
+                    if e < L:
+                        e = _align(L, mod[c], res[c])
+                if e + size[c] > cap:
+                    exhausted = True
+                    break
+                emin = min(emin, e)
+                smin = min(smin, s0[c])
+                smax = max(smax, s1[c])
+            if U1 <= L:  # some buffer fits wholly below every offset still allowed: dominated
+                exhausted = True
+            if not exhausted:
+                # each section's unplaced load sits above the lowest offset any of its buffers can take
+                base = max(L, emin)
+                for s in range(smin, smax):
+                    secmin[s] = _BIG
+                for p in range(ln):
+                    c = pool[st + p]
+                    if not placed[c]:
+                        e = fixed[c] if fixed[c] >= 0 else _align(max(mf[c], base), mod[c], res[c])
+                        for s in range(s0[c], s1[c]):
+                            secmin[s] = min(secmin[s], e)
+                for s in range(smin, smax):
+                    if load[s] > 0 and secmin[s] + load[s] > cap:
+                        exhausted = True
+                        break
+            f_U1[d] = U1
+            f_U1a[d] = U1a
+            f_U2[d] = U2
+            f_F[d] = F
+            f_Fa[d] = Fa
+        if not exhausted:
+            L = f_L[d]
+            Li = f_Li[d]
+            st = f_start[d]
+            ln = f_len[d]
+            b = -1
+            ob = 0
+            p = 0 if lowest_first else f_i[d]
+            while p < ln:
+                c = pool[st + p]
+                p += 1
+                if placed[c]:
+                    continue
+                if twin[c] >= 0 and not placed[twin[c]]:
+                    continue
+                if fixed[c] >= 0:
+                    oc = fixed[c]
+                    if mf[c] > oc:
+                        continue
+                else:
+                    oc = _align(mf[c], mod[c], res[c])
+                if lowest_first:
+                    # candidates in (offset, index) order after the last one tried
+                    if oc < f_lo[d] or (oc == f_lo[d] and c <= f_i[d]):
+                        continue
+                    if b >= 0 and (oc > ob or (oc == ob and c > b)):
+                        continue
+                if oc < L or (oc == L and c < Li):
+                    continue
+                if oc + size[c] > cap:
+                    continue
+                u = f_U2[d] if f_U1a[d] == c else f_U1[d]
+                if u <= oc:
+                    continue
+                if f_Fa[d] >= 0 and f_Fa[d] != c and (f_F[d] < oc or (f_F[d] == oc and f_Fa[d] < c)):
+                    continue
+                bad = False
+                for q in range(fx_ptr[c], fx_ptr[c + 1]):
+                    f = fx_idx[q]
+                    if not placed[f] and fixed[f] < oc + size[c] and oc < fixed[f] + size[f]:
+                        bad = True
+                        break
+                if bad:
+                    continue
+                b = c
+                ob = oc
+                if not lowest_first:
+                    break
+            if lowest_first:
+                if b >= 0:
+                    f_lo[d] = ob
+                    f_i[d] = b
+            else:
+                f_i[d] = p
+            if b >= 0:
+                f_trail[d] = ttop
+                pt = f_pt[d] - 1
+                pool_top = f_pool[d]
+                # place b at ob
+                t = ob + size[b]
+                tk[ttop] = _PLACE
+                ti[ttop] = b
+                ttop += 1
+                placed[b] = True
+                offsets[b] = ob
+                for s in range(s0[b], s1[b]):
+                    tk[ttop] = _FLOOR
+                    ti[ttop] = s
+                    tv[ttop] = floor[s]
+                    ttop += 1
+                    floor[s] = t
+                    load[s] -= size[b]
+                ncut = 0
+                for k in range(s0[b] + 1, s1[b]):
+                    cross[k] -= 1
+                    if cross[k] == 0:
+                        cuts[ncut] = k
+                        ncut += 1
+                for q in range(nb_ptr[b], nb_ptr[b + 1]):
+                    c = nb_idx[q]
+                    if not placed[c] and mf[c] < t:
+                        tk[ttop] = _MF
+                        ti[ttop] = c
+                        tv[ttop] = mf[c]
+                        ttop += 1
+                        mf[c] = t
+                rem = f_cnt[d] - 1
+                parts = 1
+                if rem > 0 and ncut > 0:
+                    nmem = 0
+                    for q in range(ln):
+                        c = pool[st + q]
+                        if not placed[c]:
+                            members[nmem] = c
+                            nmem += 1
+                    pool_top, pt, parts = _push_split(members, nmem, cuts, ncut, s0, s1, floor, load, cap,
+                                                      pool, pool_top, pend_start, pend_len, pend_cnt, pend_L,
+                                                      pend_Li, pend_owner, pt, d)
+                if rem > 0 and parts == 1:
+                    pend_start[pt] = st
+                    pend_len[pt] = ln
+                    pend_cnt[pt] = rem
+                    pend_L[pt] = ob
+                    pend_Li[pt] = b
+                    pend_owner[pt] = d
+                    pt += 1
+                depth = d + 1
+                new_frame = True
+                continue
+        # no (further) candidate here: the owner of this component tries its next choice
+        o = f_owner[d]
+        if o < 0:
+            return INFEASIBLE, nodes
+        depth = o
+        mark = f_trail[o]
+        while ttop > mark:
+            ttop -= 1
+            kind = tk[ttop]
+            x = ti[ttop]
+            if kind == _FLOOR:
+                floor[x] = tv[ttop]
+            elif kind == _MF:
+                mf[x] = tv[ttop]
+            else:
+                placed[x] = False
+                for s in range(s0[x], s1[x]):
+                    load[s] += size[x]
+                for k in range(s0[x] + 1, s1[x]):
+                    cross[k] += 1
+
+
+@njit(cache=True)
+def overlap_graph(s0, s1):
+    """CSR adjacency of buffers whose section spans intersect (they share a time step)."""
+    n = s0.shape[0]
+    order = np.argsort(s0, kind="mergesort")
+    deg = np.zeros(n, np.int64)
+    for a in range(n):
+        i = order[a]
+        for b in range(a + 1, n):
+            j = order[b]
+            if s0[j] >= s1[i]:
+                break
+            deg[i] += 1
+            deg[j] += 1
+    ptr = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        ptr[i + 1] = ptr[i] + deg[i]
+    idx = np.empty(ptr[n], np.int64)
+    fill = ptr[:n].copy()
+    for a in range(n):
+        i = order[a]
+        for b in range(a + 1, n):
+            j = order[b]
+            if s0[j] >= s1[i]:
+                break
+            idx[fill[i]] = j
+            fill[i] += 1
+            idx[fill[j]] = i
+            fill[j] += 1
+    return ptr, idx
+
+
+@njit(cache=True)
+def count_overlaps(s0, s1):
+    """Number of overlapping pairs (to decide whether the adjacency lists are affordable)."""
+    n = s0.shape[0]
+    order = np.argsort(s0, kind="mergesort")
+    a0 = s0[order]
+    total = 0
+    for a in range(n):
+        i = order[a]
+        total += np.searchsorted(a0, s1[i], side="left") - a - 1
+    return total
+
+
+@njit(cache=True)
+def skyline_dive(size, s0, s1, mod, res, lo, rank, nsec, offsets):
+    """The lowest-offset-first dive for instances too large for adjacency lists: repeatedly place
+    the unplaced buffer with the lowest canonical offset (ties by rank). Floors live in a segment
+    tree (range raise, range max); a lazy heap keyed (offset, rank) finds the next buffer."""
+    n = size.shape[0]
+    width = 1
+    while width < max(nsec, 1):
+        width *= 2
+    t = np.zeros(2 * width, np.int64)  # max over the node's range, tags included
+    tag = np.zeros(2 * width, np.int64)  # raise applying to the node's whole range
+    byrank = np.empty(n, np.int64)
+    for i in range(n):
+        byrank[rank[i]] = i
+    heap = np.empty(n, np.int64)
+    for r in range(n):
+        i = byrank[r]
+        heap[r] = _align(lo[i], mod[i], res[i]) * n + r
+    hn = n
+    for k in range(hn // 2 - 1, -1, -1):  # heapify
+        j = k
+        while True:
+            c = 2 * j + 1
+            if c >= hn:
+                break
+            if c + 1 < hn and heap[c + 1] < heap[c]:
+                c += 1
+            if heap[j] <= heap[c]:
+                break
+            heap[j], heap[c] = heap[c], heap[j]
+            j = c
+    while hn > 0:
+        key = heap[0]
+        r = key % n
+        i = byrank[r]
+        # range max of floors over [s0, s1)
+        lo_ = s0[i] + width
+        hi_ = s1[i] + width
+        best = lo[i]
+        a = lo_
+        b = hi_
+        while a < b:
+            if a & 1:
+                best = max(best, t[a])
+                a += 1
+            if b & 1:
+                b -= 1
+                best = max(best, t[b])
+            a >>= 1
+            b >>= 1
+        p = lo_ >> 1
+        while p >= 1:
+            best = max(best, tag[p])
+            p >>= 1
+        p = (hi_ - 1) >> 1
+        while p >= 1:
+            best = max(best, tag[p])
+            p >>= 1
+        o = _align(best, mod[i], res[i])
+        newkey = o * n + r
+        # pop the top, then either place it or push it back with its true key
+        hn -= 1
+        last = heap[hn]
+        if newkey > key:
+            last_val = newkey
+            heap[hn] = last  # keep the element count; reinsert below
+            hn += 1
+            heap[0] = last_val
+        else:
+            heap[0] = last
+            offsets[i] = o
+            top = o + size[i]
+            a = lo_
+            b = hi_
+            while a < b:
+                if a & 1:
+                    t[a] = max(t[a], top)
+                    tag[a] = max(tag[a], top)
+                    a += 1
+                if b & 1:
+                    b -= 1
+                    t[b] = max(t[b], top)
+                    tag[b] = max(tag[b], top)
+                a >>= 1
+                b >>= 1
+            p = lo_ >> 1
+            while p >= 1:
+                t[p] = max(t[p], max(t[2 * p], t[2 * p + 1]))
+                p >>= 1
+            p = (hi_ - 1) >> 1
+            while p >= 1:
+                t[p] = max(t[p], max(t[2 * p], t[2 * p + 1]))
+                p >>= 1
+        # sift down from the root
+        j = 0
+        while True:
+            c = 2 * j + 1
+            if c >= hn:
+                break
+            if c + 1 < hn and heap[c + 1] < heap[c]:
+                c += 1
+            if heap[j] <= heap[c]:
+                break
+            heap[j], heap[c] = heap[c], heap[j]
+            j = c
