@@ -75,10 +75,10 @@ def _lower_bounds(problem: Problem) -> Bounds:
         bounded = [cap[m] for m in u.memories if cap[m] is not None]
         if len(bounded) == len(u.memories) and u.height > max(bounded):
             return Bounds(lower, step, f"buffer {u.root!r} needs {u.height} bytes; no memory it may use is that large")
-        if u.fixed_offset is not None and len(u.memories) == 1:
-            m = u.memories[0]
-            if u.fixed_offset + u.high > lower[m]:
-                lower[m], step[m] = u.fixed_offset + u.high, u.start
+        if u.fixed_offset is not None and len(u.memories) == 1 and u.pieces:
+            m, top = u.memories[0], u.fixed_offset + max(p[3] for p in u.pieces)  # zero-size members take no bytes
+            if top > lower[m]:
+                lower[m], step[m] = top, u.start
 
     msg = _fixed_conflict(problem)
     if msg:

@@ -7,6 +7,7 @@ considered, which avoids the degenerate no-reuse variant noted in the reference.
 
 from __future__ import annotations
 
+from optplan.heuristics.orders import by_size
 from optplan.heuristics.packer import greedy
 from optplan.planners import Result, planner
 from optplan.problem import Problem
@@ -15,5 +16,4 @@ from optplan.problem import Problem
 @planner("greedy-size")
 def greedy_size(problem: Problem) -> Result:
     """Decreasing size (ties: longer lifetime first), best fit, fastest memory first."""
-    order = sorted(problem.units, key=lambda u: (-u.height, -(u.end - u.start), u.start))
-    return greedy(problem, order, policy="best")
+    return greedy(problem, by_size(problem), policy="best")

@@ -1,0 +1,30 @@
+"""First fit under several static orders, keeping the best plan (a cheap portfolio).
+
+Which order packs best depends on the instance (size for a few big tensors, area or lifetime
+for long-lived activations, start for chains); trying each costs one greedy pass.
+"""
+
+from __future__ import annotations
+
+from optplan.heuristics import orders
+from optplan.heuristics.packer import greedy, objective
+from optplan.planners import Result, planner
+from optplan.problem import Problem
+
+ORDERS = {"size": orders.by_size, "area": orders.by_area, "length": orders.by_length, "start": orders.by_start}
+
+
+@planner("first-fit-orders")
+def first_fit_orders(problem: Problem) -> Result:
+    """First fit by decreasing size, area, lifetime length and by start; the lowest objective wins."""
+    best, best_value, best_name, messages = None, float("inf"), None, []
+    for name, order in ORDERS.items():
+        result = greedy(problem, order(problem), policy="first")
+        value = objective(problem, result.placements)
+        if result.placements is None:
+            messages.append(f"{name}: {result.message}")
+        elif value < best_value:
+            best, best_value, best_name = result, value, name
+    if best is None:
+        return Result(None, message="; ".join(messages))
+    return Result(best.placements, message=f"best order: {best_name}", stats={"order": best_name})

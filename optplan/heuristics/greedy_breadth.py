@@ -1,0 +1,19 @@
+"""Greedy by operator breadth (Pisarchyk & Lee 2020; PyTorch's JIT static memory planner).
+
+The time steps with the largest live total come first, and within a step its largest
+buffers; each buffer is placed, best fit, the first time it is met. Packing the crowded steps
+first leaves the slack where the load is low.
+"""
+
+from __future__ import annotations
+
+from optplan.heuristics.orders import by_breadth
+from optplan.heuristics.packer import greedy
+from optplan.planners import Result, planner
+from optplan.problem import Problem
+
+
+@planner("greedy-breadth")
+def greedy_breadth(problem: Problem) -> Result:
+    """Breadth order (see ``orders.by_breadth``), best fit, fastest memory first."""
+    return greedy(problem, by_breadth(problem), policy="best")
