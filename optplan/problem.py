@@ -361,7 +361,7 @@ def _build_units(p: Problem) -> tuple[Unit, ...]:
             cap = mems[m].capacity
             if cap is not None and high - low > cap and len(members) > 1:
                 continue
-            if fixed is not None and fixed % mr[0] != mr[1]:
+            if fixed is not None and (fixed % mr[0] != mr[1] or (cap is not None and fixed + high > cap)):
                 continue
             modulus[m] = mr
         if not modulus:

@@ -78,3 +78,14 @@ def test_with_capacity() -> None:
     assert p.with_capacity(10).memories[0].capacity == 10
     with pytest.raises(ProblemError, match="--capacity applies to single-memory problems"):
         make(Buffer("a", 4, 0, 1)).with_capacity(10)
+
+
+def test_ortools_and_highspy_load_in_either_order() -> None:
+    # both ship libhighs.so.1: only the highspy version OR-Tools bundles can share a process
+    import subprocess
+    import sys
+
+    for first, second in (("highspy", "ortools.sat.python.cp_model"), ("ortools.sat.python.cp_model", "highspy")):
+        code = f"import {first}; import {second}; import highspy; highspy.Highs()"
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr.splitlines()[-1:]

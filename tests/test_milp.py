@@ -1,0 +1,260 @@
+"""The MILP planners (CBC, HiGHS) against brute force and CP-SAT; model export and import.
+
+The MIP runs without the heuristic warm start in the cross-checks (``warm_start=False``), so the
+model itself has to find and prove every optimum.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import strategies as st
+
+from optplan import planners
+from optplan.cli import main
+from optplan.errors import FormatError, OptplanError
+from optplan.formats import read_placements, read_problem
+from optplan.plan import Status
+from optplan.problem import Buffer, Memory, Problem, ProblemError, RelativePlacement, objective_weights
+from optplan.solvers import milp
+from optplan.solvers.lp_io import export_model, import_solution, read_solution
+from optplan.solvers.reduce import reduce
+from optplan.validate import validate
+
+from brute_force import brute_force_optimum
+
+
+@st.composite
+def problems(draw: st.DrawFn) -> Problem:
+    """Tiny problems with every constraint kind: memories with capacities, alignments and
+    weights, buffer alignment, allowed / blocked / fixed memories, fixed offsets, relative
+    placements (members may overlap: multi-piece units), zero-size buffers."""
+    nm = draw(st.integers(1, 3))
+    mems = tuple(Memory(f"m{j}", capacity=draw(st.one_of(st.none(), st.integers(4, 20))),
+                        alignment=draw(st.sampled_from([1, 1, 2, 4])),
+                        weight=draw(st.one_of(st.none(), st.integers(0, 3)))) for j in range(nm))
+    names = [m.name for m in mems]
+    bufs = []
+    for i in range(draw(st.integers(2, 6))):
+        start = draw(st.integers(0, 3))
+        kind = draw(st.sampled_from(["free", "free", "allowed", "blocked", "fixed_memory", "fixed_offset"]))
+        kw: dict = {}
+        if kind == "allowed":
+            kw["allowed"] = tuple(draw(st.lists(st.sampled_from(names), min_size=1, max_size=nm, unique=True)))
+        elif kind == "blocked":
+            kw["blocked"] = (draw(st.sampled_from(names)),)
+        elif kind == "fixed_memory":
+            kw["fixed_memory"] = draw(st.sampled_from(names))
+        elif kind == "fixed_offset":
+            kw["fixed_offset"] = draw(st.sampled_from([0, 4, 8]))
+        bufs.append(Buffer(f"b{i}", draw(st.sampled_from([0, 1, 2, 3, 5, 8])), start, start + draw(st.integers(1, 4)),
+                           alignment=draw(st.sampled_from([1, 1, 2, 4])), **kw))
+    rel = []
+    for i in range(1, len(bufs)):
+        if draw(st.integers(0, 4)) == 0:
+            rel.append(RelativePlacement(f"b{i}", f"b{draw(st.integers(0, i - 1))}", draw(st.sampled_from([-2, 0, 2, 4]))))
+    try:
+        return Problem(tuple(bufs), mems, tuple(rel))
+    except ProblemError:
+        reject()
+
+
+def _check_against_brute_force(problem: Problem, plan) -> None:
+    best = brute_force_optimum(problem)
+    if best is None:
+        assert plan.status == Status.INFEASIBLE, plan.message
+    else:
+        assert plan.status == Status.OPTIMAL, plan.message
+        assert plan.objective_value == best[0]
+        assert not validate(problem, plan.placements)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(problems())
+def test_cbc_optimum_equals_brute_force_and_cpsat(problem: Problem) -> None:
+    mip = planners.solve(problem, "milp-cbc", warm_start=False)  # the MIP alone finds and proves it
+    _check_against_brute_force(problem, mip)
+    cp = planners.solve(problem, "cpsat")
+    assert (cp.status, cp.objective_value) == (mip.status, mip.objective_value), f"CP-SAT disagrees: {cp.message}"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(problems())
+def test_highs_optimum_equals_brute_force(problem: Problem) -> None:
+    _check_against_brute_force(problem, planners.solve(problem, "milp-highs", warm_start=False))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(problems())
+def test_warm_started_cbc_equals_brute_force(problem: Problem) -> None:
+    _check_against_brute_force(problem, planners.solve(problem, "milp-cbc"))  # as shipped
+
+
+def _fragmented() -> Problem:
+    """Load fits the capacity, but the fixed buffer splits it into holes too small for 'b'."""
+    return Problem((Buffer("f", 1, 0, 2, fixed_offset=1), Buffer("b", 3, 0, 2), Buffer("c", 1, 2, 3)),
+                   (Memory("mem", capacity=4),))
+
+
+@pytest.mark.parametrize("name", ["milp-cbc", "milp-highs"])
+def test_proves_infeasible_where_bounds_and_heuristics_cannot(name: str) -> None:
+    p = _fragmented()
+    assert planners.solve(p, "greedy-size").status == Status.UNKNOWN
+    plan = planners.solve(p, name)
+    assert plan.status == Status.INFEASIBLE
+    assert "proved" in plan.message
+
+
+def test_feasible_objective_returns_a_plan_within_capacities() -> None:
+    p = Problem((Buffer("a", 4, 0, 2), Buffer("b", 4, 1, 3), Buffer("c", 8, 2, 4)), (Memory("mem", capacity=12),))
+    plan = planners.solve(p, "milp-cbc", objective="feasible", warm_start=False)
+    assert plan.found and plan.peak["mem"] <= 12
+
+
+def test_weighted_memories_fill_the_cheap_one_first() -> None:
+    # default weights: the slow memory's bytes cost more than any amount of fast bytes
+    p = Problem((Buffer("a", 6, 0, 2), Buffer("b", 6, 1, 3), Buffer("c", 6, 0, 3)),
+                (Memory("fast", capacity=12), Memory("slow")))
+    plan = planners.solve(p, "milp-cbc", warm_start=False)
+    assert plan.status == Status.OPTIMAL
+    assert plan.peak == {"fast": 12, "slow": 6}
+    w = objective_weights(p)
+    assert plan.objective_value == w["fast"] * 12 + w["slow"] * 6
+
+
+def test_huge_default_weights_are_solved_lexicographically(tmp_path: Path) -> None:
+    # odd sizes near 2**30: no grid scaling; slow weighs ~3e9 times fast, so the weighted peaks
+    # would exceed what doubles resolve: slow's peak is minimized first, then fast's
+    big = 2**30
+    p = Problem((Buffer("a", big + 7, 0, 3, allowed=("slow",)), Buffer("b", big + 1, 0, 2), Buffer("c", big + 3, 1, 3)),
+                (Memory("fast"), Memory("slow")))
+    part = reduce(p).parts[0]
+    assert milp.build_model(part).stages == ("slow", "fast")
+    for name in ("milp-cbc", "milp-highs"):
+        plan = planners.solve(p, name, time_limit=30)
+        assert plan.status == Status.OPTIMAL, plan.message
+        assert plan.peak == {"slow": big + 7, "fast": 2 * big + 4}
+    with pytest.raises(OptplanError, match="one memory at a time"):
+        export_model(p, tmp_path / "model.lp")  # one file cannot hold the stages
+    assert not (tmp_path / "model.lp").exists()
+
+
+def test_least_offsets_of_the_solution_order_survive_imprecise_printed_offsets() -> None:
+    """CBC prints 8 significant digits: offsets above 1e8 come back rounded; the below/above
+    binaries still give the exact plan."""
+    big = 10**9
+    p = Problem((Buffer("a", big + 1, 0, 2), Buffer("b", big + 3, 1, 3), Buffer("c", 7, 0, 3)))
+    part = reduce(p).parts[0]
+    plan = planners.solve(p, "greedy-size")
+    choices = part.choices(plan.placements)
+    model = milp.build_model(part, "min-peak", choices)
+    values = {v.name: v.varValue for v in model.lp.variables()}
+    printed = {n: (float(f"{v:.8g}") if n.startswith("o_") else v) for n, v in values.items()}
+    raw = milp.read_choices(part, printed.get)
+    found = {how: c for c, how in milp.decode(part, raw, model, printed.get)}
+    assert "order" in found
+    assert model.key(found["order"]) == model.key(choices)
+
+
+def test_time_limit_keeps_the_heuristic_plan_and_reports_the_mip_bound(shared: Path) -> None:
+    p = read_problem(shared / "minimalloc" / "A.1048576.csv")
+    plan = planners.solve(p, "milp-cbc", time_limit=10)
+    assert plan.status == Status.FEASIBLE  # nobody proves A optimal in 10 s
+    assert plan.seconds < 10 + 2.5  # CBC is stopped (SIGINT, then SIGKILL) if it overruns
+    assert "time limit" in plan.message
+    assert plan.objective_value <= planners.solve(p, "greedy-size").objective_value  # one of the warm starts
+    assert plan.gap is not None and plan.gap > 0
+    run = plan.stats["mip_runs"][0]
+    if run["mip_status"] == "Stopped on time limit":  # not killed (a loaded machine can delay CBC's checks)
+        assert run["mip_bound"] >= plan.lower_bound["mem"] * 0.999
+
+
+def test_warm_start_values_satisfy_the_model() -> None:
+    """Every warm-start value set from a valid plan must satisfy every row of the model."""
+    p = Problem((Buffer("a", 4, 0, 4, alignment=4), Buffer("b", 4, 0, 4, alignment=4), Buffer("c", 2, 1, 3),
+                 Buffer("d", 6, 2, 5), Buffer("e", 2, 0, 5, allowed=("slow",))),
+                (Memory("fast", capacity=12, alignment=2), Memory("slow")),
+                (RelativePlacement("c", "d", -2),))
+    plan = planners.solve(p, "greedy-size")
+    red = reduce(p)
+    for part in red.parts:
+        choices = part.choices(plan.placements)
+        model = milp.build_model(part, "min-peak", choices)
+        for c in model.lp.constraints():
+            assert c.valid(eps=1e-9), (c.name, c.value())
+        for v in model.lp.variables():
+            assert v.valid(eps=1e-9), v.name
+
+
+def _solve_mps(path: Path, out: Path) -> float:
+    """Solve an exported .mps with PuLP's CBC as an outside solver would; write 'name value' lines."""
+    pulp = milp.pulp  # PuLP as optplan imports it: after OR-Tools (see milp.py on libhighs)
+    names, lp = pulp.LpProblem.fromMPS(str(path))
+    lp.solve(pulp.PULP_CBC_CMD(msg=False))  # PuLP 3.3 warns it is deprecated for PuLP 4
+    assert lp.status == pulp.LpStatusOptimal
+    out.write_text(f"# Objective value = {pulp.value(lp.objective)}\n"
+                   + "".join(f"{n} {v.varValue}\n" for n, v in names.items()))
+    return pulp.value(lp.objective)
+
+
+def test_export_solve_import_round_trip(tmp_path: Path) -> None:
+    p = Problem((Buffer("a", 8, 0, 3, alignment=4), Buffer("b", 4, 1, 4), Buffer("c", 4, 2, 6),
+                 Buffer("d", 8, 3, 6), Buffer("e", 2, 0, 6, allowed=("slow",)), Buffer("f", 4, 0, 2)),
+                (Memory("fast", capacity=20, alignment=4), Memory("slow")),
+                (RelativePlacement("f", "a", 4),))
+    export_model(p, tmp_path / "model.lp")
+    assert "o_0" in (tmp_path / "model.lp").read_text()
+    info = export_model(p, tmp_path / "model.mps")
+    assert info.binaries > 0 and info.scale >= 1
+    _solve_mps(tmp_path / "model.mps", tmp_path / "model.sol")
+    plan = import_solution(p, tmp_path / "model.sol")
+    best = brute_force_optimum(p)
+    assert best is not None and plan.objective_value == best[0]
+    assert not validate(p, plan.placements)
+
+
+def test_import_rounds_tolerances_and_repairs_overlaps(tmp_path: Path) -> None:
+    p = Problem((Buffer("a", 4, 0, 2), Buffer("b", 3, 1, 3)))  # sizes with gcd 1: offsets in bytes
+    sol = tmp_path / "s.sol"
+    sol.write_text("o_0 0.0000001\no_1 3.9999999\n")  # a MIP's rounding noise
+    plan = import_solution(p, sol)
+    assert {b: pl.offset for b, pl in plan.placements.items()} == {"a": 0, "b": 4}
+    assert "re-placed" not in plan.message
+    sol.write_text("o_0 0\no_1 3\n")  # overlaps by one byte (integrality tolerance times big-M)
+    plan = import_solution(p, sol)
+    assert plan.peak["mem"] == 7 and "re-placed" in plan.message
+
+
+def test_bad_solution_files_name_the_line_or_variable(tmp_path: Path) -> None:
+    p = Problem((Buffer("a", 4, 0, 2), Buffer("b", 4, 1, 3)))
+    sol = tmp_path / "s.sol"
+    sol.write_text("# Objective value = 8\no_0 0\nthis is not a value line\n")
+    with pytest.raises(FormatError, match="line 3"):
+        read_solution(sol)
+    sol.write_text("o_0 zero\n")
+    with pytest.raises(FormatError, match="'o_0' is not a number"):
+        read_solution(sol)
+    sol.write_text("o_0 0\n")
+    with pytest.raises(OptplanError, match="no value for o_1 \\(buffer 'b'\\)"):
+        import_solution(p, sol)
+    with pytest.raises(FormatError, match="use .lp or .mps"):
+        export_model(p, tmp_path / "model.txt")
+
+
+def test_cli_export_and_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    problem = tmp_path / "p.json"
+    p = Problem((Buffer("a", 4, 0, 2), Buffer("b", 4, 1, 3), Buffer("c", 8, 2, 4)))
+    from optplan.formats import write_problem
+
+    write_problem(p, problem)
+    assert main(["export-model", str(problem), "-o", str(tmp_path / "m.mps")]) == 0
+    assert "variables" in capsys.readouterr().out
+    _solve_mps(tmp_path / "m.mps", tmp_path / "m.sol")
+    assert main(["import-solution", str(problem), str(tmp_path / "m.sol"), "-o", str(tmp_path / "plan.json")]) == 0
+    placements = read_placements(tmp_path / "plan.json", p)
+    assert not validate(p, placements)
+    assert max(pl.offset + p.buffer(b).size for b, pl in placements.items()) == 12  # b and c live together
+    assert main(["import-solution", str(problem), str(tmp_path / "missing.sol"), "-o", str(tmp_path / "x.json")]) == 2
+    assert "no such file" in capsys.readouterr().err
