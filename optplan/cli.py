@@ -88,7 +88,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     progress, stop = _progress_printer() if not args.json else (None, lambda: None)
     try:
         plan = planners.solve(problem, args.planner, time_limit=args.time_limit, workers=args.workers,
-                              seed=args.seed, objective=args.objective, progress=progress)
+                              seed=args.seed, objective=args.objective, progress=progress,
+                              deterministic=args.deterministic or None)
     finally:
         stop()
     if args.output and plan.found:
@@ -179,6 +180,20 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_extract(args: argparse.Namespace) -> int:
+    from optplan.frontends.torch_export import extract
+
+    try:
+        import torch  # noqa: F401 - an optional extra
+    except ImportError as e:
+        raise OptplanError(f"extract needs torch: pip install 'optplan[torch]' ({e})") from None
+    problem = extract(args.program, plan_inputs=args.plan_inputs, plan_outputs=args.plan_outputs,
+                      alignment=args.alignment)
+    write_problem(problem, args.output)
+    out.print(f"{len(problem.buffers)} buffers over {problem.metadata['steps']} steps written to {args.output}", markup=False)
+    return EXIT_OK
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     problem = _load(args)
     names = args.planners.split(",") if args.planners else planners.heuristic_names()
@@ -218,6 +233,30 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_export_model(args: argparse.Namespace) -> int:
+    from optplan.solvers.lp_io import export_model
+
+    info = export_model(_load(args), args.output, args.objective)
+    out.print(f"model written to {args.output}: {info.variables} variables ({info.binaries} binary, "
+              f"{info.integers} integer), {info.constraints} constraints; offsets o_<i> in units of "
+              f"{info.scale} bytes", markup=False)
+    return EXIT_OK
+
+
+def cmd_import_solution(args: argparse.Namespace) -> int:
+    from optplan.solvers.lp_io import import_solution
+
+    problem = _load(args)
+    plan = import_solution(problem, args.solution)
+    write_plan(problem, plan, args.output)
+    if args.json:
+        out.print(json.dumps(plan_to_dict(plan)), markup=False)
+    else:
+        out.print(_plan_table(problem, plan))
+        out.print(f"{plan.message}; plan written to {args.output}", markup=False)
+    return EXIT_OK
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="optplan", description="Optimal static memory plans for machine-learning models.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -233,7 +272,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--planner", default="auto", help="planner name (see `optplan planners`); default: auto")
     s.add_argument("--time-limit", type=float, default=None, help="seconds, model building included")
     s.add_argument("--workers", type=int, default=None, help="solver threads")
-    s.add_argument("--seed", type=int, default=None, help="random seed (deterministic runs)")
+    s.add_argument("--seed", type=int, default=None, help="random seed")
+    s.add_argument("--deterministic", action="store_true",
+                   help="repeatable results: solver time in deterministic units, every heuristic run")
     s.add_argument("--objective", choices=("min-peak", "feasible"), default=None,
                    help="min-peak: minimize the (weighted) peaks; feasible: any plan within the capacities")
     s.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
@@ -260,6 +301,16 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("output")
     s.set_defaults(run=cmd_convert)
 
+    s = sub.add_parser("extract", help="buffers and lifetimes of a torch.export program (.pt2) as a problem")
+    s.add_argument("program", help="a saved ExportedProgram (.pt2, torch.export.save)")
+    s.add_argument("-o", "--output", required=True, help="problem file: .json or .csv")
+    s.add_argument("--plan-inputs", action=argparse.BooleanOptionalAction, default=True,
+                   help="plan user inputs (default: yes, as ExecuTorch)")
+    s.add_argument("--plan-outputs", action=argparse.BooleanOptionalAction, default=True,
+                   help="plan user outputs (default: yes, as ExecuTorch)")
+    s.add_argument("--alignment", type=int, default=16, help="offset alignment in bytes (default 16, ExecuTorch's)")
+    s.set_defaults(run=cmd_extract)
+
     s = sub.add_parser("compare", help="run every heuristic and rank them by peak")
     problem_arg(s)
     s.add_argument("--planners", help="comma-separated planner names (default: all heuristics)")
@@ -273,6 +324,20 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("plan", help="plan file: .json or .csv")
     s.add_argument("-o", "--output", required=True, help="picture file: .png, .svg or .pdf")
     s.set_defaults(run=cmd_plot)
+
+    s = sub.add_parser("export-model", help="write the MILP model (.lp or .mps) for Gurobi, CPLEX or any MIP solver")
+    problem_arg(s)
+    s.add_argument("-o", "--output", required=True, help="model file: .lp (CPLEX LP format) or .mps")
+    s.add_argument("--objective", choices=("min-peak", "feasible"), default="min-peak",
+                   help="min-peak: minimize the (weighted) peaks; feasible: any plan within the capacities")
+    s.set_defaults(run=cmd_export_model)
+
+    s = sub.add_parser("import-solution", help="validate a MIP solver's solution of export-model's model and write the plan")
+    problem_arg(s)
+    s.add_argument("solution", help="solution file: Gurobi .sol or 'name value' lines")
+    s.add_argument("-o", "--output", required=True, help="plan file: .json or .csv")
+    s.add_argument("--json", action="store_true", help="print the plan as JSON instead of a table")
+    s.set_defaults(run=cmd_import_solution)
 
     s = sub.add_parser("planners", help="list the registered planners")
     s.set_defaults(run=lambda args: (out.print("\n".join(planners.names()), markup=False), EXIT_OK)[1])

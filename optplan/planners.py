@@ -24,6 +24,8 @@ from optplan.validate import validate
 # Modules whose import registers planners, in registry order.
 _PLANNER_MODULES = (
     "optplan.heuristics",
+    "optplan.solvers",
+    "optplan.search",
 )
 
 
@@ -111,15 +113,21 @@ def _load() -> None:
 
 
 def names() -> list[str]:
-    """Registered planner names, in registration order."""
+    """Registered planner names: by package in ``_PLANNER_MODULES`` order, then as registered
+    (stable however the modules happened to be imported)."""
     _load()
-    return list(_REGISTRY)
+
+    def package(name: str) -> int:
+        module = _REGISTRY[name].__wrapped__.__module__  # type: ignore[attr-defined]
+        return next((i for i, m in enumerate(_PLANNER_MODULES) if module == m or module.startswith(m + ".")),
+                    len(_PLANNER_MODULES))
+
+    return sorted(_REGISTRY, key=package)
 
 
 def heuristic_names() -> list[str]:
     """The registered heuristics (planners defined under ``optplan.heuristics``), in order."""
-    _load()
-    return [n for n, fn in _REGISTRY.items() if fn.__wrapped__.__module__.startswith("optplan.heuristics.")]  # type: ignore[attr-defined]
+    return [n for n in names() if _REGISTRY[n].__wrapped__.__module__.startswith("optplan.heuristics.")]  # type: ignore[attr-defined]
 
 
 def get(name: str) -> Callable[..., Plan]:

@@ -1,0 +1,492 @@
+"""The exact CP-SAT planner: one model per independent part of the problem (``reduce``).
+
+Per part, in units of the part's grid: a root offset per unit (``offset = r + m * k`` for the
+alignment modulus ``(m, r)``), one presence literal per allowed memory when the unit may choose
+(exactly one is true), per memory a ``NoOverlap2D`` of (fixed time interval, offset interval)
+rectangles of the units' footprint pieces, plus the same boxes as a cumulative over time (the
+live-load argument, redundant but it feeds the bound). Relative placements are inside units:
+every member is a fixed offset from its root and shares the root's memory literal. Per memory a
+peak variable ``P >= offset + top`` bounded by the capacity and from below by the lower bound;
+objective: minimize the weighted sum of peaks, or nothing under ``objective="feasible"``.
+Identical units are ordered by (memory, offset); hints are permuted to agree.
+
+Status is truthful: OPTIMAL / INFEASIBLE only on CP-SAT's proof; otherwise the best plan found
+(or the warm start) is returned with the best proven bound.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ortools.sat.python import cp_model
+
+from optplan.bounds import lower_bounds
+from optplan.plan import Placement, peaks
+from optplan.planners import Result, planner
+from optplan.problem import Problem, objective_weights
+from optplan.solvers.reduce import (
+    Choice,
+    Part,
+    identical_groups,
+    merge,
+    order_choices,
+    reduce,
+    top,
+)
+
+_INT_LIMIT = 1 << 62  # CP-SAT objectives and domains must stay inside int64
+# Beyond this many units in one part, CP-SAT 9.15 spends minutes in presolve / propagation of the
+# NoOverlap2D without checking its time limit (measured: idealloc/S_1, 28,526 units, 191 s for a
+# 60 s limit). Such parts get no full model; ``auto`` works on them by neighbourhood search.
+FULL_MODEL_MAX_UNITS = 5000
+
+
+@dataclass
+class Outcome:
+    """What one CP-SAT run on a part produced (offsets in the part's grid units)."""
+
+    choices: list[Choice] | None  # one (memory, root offset) per modeled unit
+    optimal: bool = False  # proven optimal for the model that was solved
+    infeasible: bool = False  # proven infeasible (only meaningful without incumbent cuts)
+    value: int | None = None  # model objective of ``choices``
+    bound: int | None = None  # model objective bound
+    status: str = ""
+    seconds: float = 0.0
+    dtime: float = 0.0
+
+
+@dataclass
+class Settings:
+    """Solver options shared by every CP-SAT run of one planner call."""
+
+    workers: int = 2
+    seed: int = 0
+    deterministic: bool = False
+    log: bool = False
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def apply(self, solver: cp_model.CpSolver, seconds: float) -> None:
+        p = solver.parameters
+        p.num_workers = max(1, int(self.workers))
+        p.random_seed = int(self.seed)
+        p.log_search_progress = self.log
+        seconds = max(seconds, 0.01)
+        if self.deterministic:
+            # deterministic time is the planned stop (reproducible); wall time only a hard cap
+            p.max_deterministic_time = seconds
+            p.max_time_in_seconds = seconds * 3
+            if p.num_workers > 1:
+                p.interleave_search = True
+        else:
+            p.max_time_in_seconds = seconds
+        for k, v in self.extra.items():
+            setattr(p, k, v)
+
+
+class PartModel:
+    """The CP-SAT model of a part, or of a subset of its units with the others fixed (LNS).
+
+    ``active`` units get variables; ``fixed`` maps other unit indices to their choice and
+    contributes constant rectangles. ``ceiling[m]`` caps memory m's peak (e.g. the incumbent's:
+    only plans at least as good are of interest). With ``fixed_count`` False the peaks only
+    measure the active units (LNS: lower the freed region even where fixed units reach the peak).
+    """
+
+    def __init__(self, part: Part, objective: str = "min-peak", active: Sequence[int] | None = None,
+                 fixed: dict[int, Choice] | None = None, ceiling: dict[str, int] | None = None,
+                 symmetry: bool = True, fixed_count: bool = True) -> None:
+        self.part = part
+        self.objective = objective
+        units = part.scaled
+        self.active = list(range(len(units))) if active is None else list(active)
+        self.fixed = dict(fixed or {})
+        self.model = model = cp_model.CpModel()
+        mems = [m for m in part.memories if any(m in units[i].memories for i in self.active)]
+        self.memories = mems
+        # peak horizon per memory: capacity, else everything stacked above the fixed units
+        fixed_top = {m: 0 for m in mems}  # peak floor from units that cannot move
+        reach = {m: 0 for m in mems}  # highest byte (members without bytes too) of those units
+        for i, (m, o) in self.fixed.items():
+            if m in fixed_top:
+                if fixed_count:
+                    fixed_top[m] = max(fixed_top[m], o + top(units[i]))
+                reach[m] = max(reach[m], o + units[i].high)
+        for i in self.active:
+            u = units[i]
+            if u.fixed_offset is not None:
+                for m in u.memories:
+                    if m in reach:
+                        reach[m] = max(reach[m], u.fixed_offset + u.high)
+                        if len(u.memories) == 1:
+                            fixed_top[m] = max(fixed_top[m], u.fixed_offset + top(u))
+        stack = {m: reach[m] + sum(units[i].height + units[i].modulus[m][0] - 1 - min(units[i].low, 0)
+                                   for i in self.active if m in units[i].memories and units[i].fixed_offset is None)
+                 for m in mems}
+        self.room = {m: stack[m] if part.capacity[m] is None else part.capacity[m] for m in mems}
+        horizon = {}
+        for m in mems:
+            h = min(self.room[m], stack[m])
+            if ceiling and m in ceiling:
+                h = min(h, ceiling[m])
+            horizon[m] = h
+        self.horizon = horizon
+        self.peak = {}
+        for m in mems:
+            lo = max(part.lower.get(m, 0), fixed_top[m])
+            self.peak[m] = model.new_int_var(min(lo, horizon[m]), max(horizon[m], 0), f"peak[{m}]")
+            if lo > horizon[m]:
+                model.add_bool_or([])  # no plan below the ceiling: say so instead of crashing
+        self.offset: dict[int, cp_model.IntVar] = {}
+        self.lit: dict[int, dict[str, cp_model.IntVar]] = {}
+        self.ks: list[tuple[cp_model.IntVar, int, int, int, str | None]] = []  # k, unit, m, r, memory
+        boxes: dict[str, tuple[list, list, list]] = {m: ([], [], []) for m in mems}
+        for i in self.active:
+            u = units[i]
+            options = [m for m in u.memories if m in mems]
+            cap_hi = max(self.room[m] - u.high for m in options)
+            lo = -u.low
+            if u.fixed_offset is not None:
+                lo = cap_hi = u.fixed_offset
+            o = model.new_int_var(lo, max(lo, cap_hi), f"o{i}")
+            self.offset[i] = o
+            if len(options) == 1:
+                lits = {options[0]: None}
+            else:
+                lits = {m: model.new_bool_var(f"x{i}{m}") for m in options}
+                model.add_exactly_one(lits.values())
+            self.lit[i] = lits  # type: ignore[assignment]
+            moduli = {u.modulus[m] for m in options}
+            if len(moduli) == 1:
+                self._align(i, *next(iter(moduli)), None, None, lo, cap_hi)
+            for m, x in lits.items():
+                if len(moduli) > 1:
+                    self._align(i, *u.modulus[m], m, x, lo, cap_hi)
+                enf = [] if x is None else [x]
+                model.add(o + u.high <= self.room[m]).only_enforce_if(enf)
+                model.add(self.peak[m] >= o + top(u)).only_enforce_if(enf)
+                for a, b, y0, y1 in u.pieces:
+                    if x is None:
+                        xi = model.new_fixed_size_interval_var(a, b - a, "")
+                        yi = model.new_fixed_size_interval_var(o + y0, y1 - y0, "")
+                    else:
+                        xi = model.new_optional_fixed_size_interval_var(a, b - a, x, "")
+                        yi = model.new_optional_fixed_size_interval_var(o + y0, y1 - y0, x, "")
+                    boxes[m][0].append(xi), boxes[m][1].append(yi), boxes[m][2].append(y1 - y0)
+        for i, (m, off) in self.fixed.items():
+            if m not in boxes:
+                continue
+            for a, b, y0, y1 in units[i].pieces:
+                boxes[m][0].append(model.new_fixed_size_interval_var(a, b - a, ""))
+                boxes[m][1].append(model.new_fixed_size_interval_var(off + y0, y1 - y0, ""))
+                boxes[m][2].append(y1 - y0)
+        for m, (xs, ys, hs) in boxes.items():
+            if len(xs) > 1:
+                model.add_no_overlap_2d(xs, ys)
+                model.add_cumulative(xs, hs, self.peak[m])
+        groups = identical_groups([units[i] for i in self.active]) if symmetry else []
+        self.groups = [[self.active[j] for j in g] for g in groups]  # unit indices of the part
+        for g in self.groups:
+            self._order(g)
+        self.weights: dict[str, int] = {}
+        self.weight_factor: int | None = None  # model objective * factor * scale = weighted bytes
+        if objective != "feasible":
+            self._objective()
+
+    def _align(self, i: int, m: int, r: int, memory: str | None, enforce, lo: int, hi: int) -> None:
+        """offset = r + m * k (only when ``enforce`` holds, if given)."""
+        if m <= 1:
+            return
+        k = self.model.new_int_var(0, max(0, (max(hi, lo) - r) // m), "")
+        self.ks.append((k, i, m, r, memory))
+        c = self.model.add(self.offset[i] == r + m * k)
+        if enforce is not None:
+            c.only_enforce_if(enforce)
+
+    def _order(self, g: list[int]) -> None:
+        """Identical units in increasing (memory rank, offset): one representative per orbit."""
+        u = self.part.scaled[g[0]]
+        opts = [m for m in u.memories if m in self.memories]
+        big = max(self.room[m] for m in opts) + 1
+        gap = u.height if len(u.pieces) == 1 else 1
+
+        def key(i: int):
+            lits = self.lit[i]
+            if len(lits) == 1:
+                return self.offset[i]
+            return self.offset[i] + sum(r * big * x for r, x in enumerate(lits.values()))
+
+        for i, j in itertools.pairwise(g):
+            if len(self.lit[i]) == 1:
+                self.model.add(self.offset[i] + gap <= self.offset[j])
+            else:
+                self.model.add(key(i) + 1 <= key(j))
+
+    def _objective(self) -> None:
+        w = {m: objective_weights(self.part.problem)[m] for m in self.memories}
+        g = math.gcd(*w.values()) or 1
+        ws = {m: v // g for m, v in w.items()}
+        if sum(ws[m] * self.horizon[m] for m in ws) < _INT_LIMIT:
+            self.weights, self.weight_factor = ws, g
+        elif all(mem.weight is None for mem in self.part.problem.memories):
+            # default weights are lexicographic (slowest memory first); keep the order with
+            # weights that fit: each exceeds the largest weighted sum of the faster memories
+            acc, ws = 0, {}
+            for m in self.memories:  # fastest first, as in objective_weights; weight 0 stays 0
+                ws[m] = acc + 1 if w[m] else 0
+                acc += ws[m] * self.horizon[m]
+            if acc >= _INT_LIMIT:
+                raise OverflowError("the weighted objective does not fit CP-SAT's 64-bit integers")
+            self.weights, self.weight_factor = ws, None
+        else:
+            raise OverflowError("the memory weights times the peaks do not fit CP-SAT's 64-bit integers")
+        self.model.minimize(sum(self.weights[m] * self.peak[m] for m in self.memories))
+
+    def hint(self, choices: dict[int, Choice]) -> None:
+        """Warm start from one choice per active unit (reordered to respect symmetry breaking)."""
+        units = self.part.scaled
+        full = [choices.get(i, (units[i].memories[0], 0)) for i in range(len(units))]
+        full = order_choices(units, full, self.groups)
+        peak = {m: self.peak[m].proto.domain[0] for m in self.memories}
+        for i in self.active:
+            m, o = full[i]
+            u = units[i]
+            self.model.add_hint(self.offset[i], o)
+            for mm, x in self.lit[i].items():
+                if x is not None:
+                    self.model.add_hint(x, mm == m)
+            if m in peak:
+                peak[m] = max(peak[m], o + top(u))
+        for m in self.memories:
+            self.model.add_hint(self.peak[m], min(peak[m], self.horizon[m]))
+        for k, i, m, r, memory in self.ks:
+            mem, o = full[i]
+            if memory is None or memory == mem:
+                self.model.add_hint(k, max((o - r) // m, 0))
+
+    def read(self, solver: cp_model.CpSolver | cp_model.CpSolverSolutionCallback) -> dict[int, Choice]:
+        out = {}
+        for i in self.active:
+            o = int(solver.value(self.offset[i]))
+            lits = self.lit[i]
+            if len(lits) == 1:
+                out[i] = (next(iter(lits)), o)
+            else:
+                out[i] = (next(m for m, x in lits.items() if solver.boolean_value(x)), o)
+        return out
+
+
+class _Watch(cp_model.CpSolverSolutionCallback):
+    """Reports improvements and stops the search when it stalls."""
+
+    def __init__(self, pm: PartModel, report: Callable[[dict[int, Choice] | None, int | None, int | None], None] | None) -> None:
+        super().__init__()
+        self.pm, self.report = pm, report
+        self.last = time.perf_counter()
+        self.best: dict[int, Choice] | None = None
+        self.lock = threading.Lock()
+
+    def on_solution_callback(self) -> None:
+        with self.lock:
+            self.last = time.perf_counter()
+            self.best = self.pm.read(self)
+            if self.report:
+                value = int(self.objective_value) if self.pm.objective != "feasible" else None
+                bound = int(self.best_objective_bound) if self.pm.objective != "feasible" else None
+                self.report(self.best, value, bound)
+
+    def on_bound(self, bound: float) -> None:
+        with self.lock:
+            self.last = time.perf_counter()
+            if self.report:
+                self.report(None, None, _int_bound(bound))
+
+
+def _int_bound(x: float) -> int:
+    """CP-SAT reports bounds as doubles: round down by more than their error, never up."""
+    return math.ceil(x - max(1e-6, abs(x) * 1e-12))
+
+
+def run(pm: PartModel, settings: Settings, seconds: float, report=None, stall: float | None = None) -> Outcome:
+    """Solve ``pm`` for at most ``seconds`` (stopping early after ``stall`` seconds without
+    progress in either the plan or the bound)."""
+    t0 = time.perf_counter()
+    solver = cp_model.CpSolver()
+    settings.apply(solver, seconds)
+    watch = _Watch(pm, report)
+    if pm.objective != "feasible":
+        solver.best_bound_callback = watch.on_bound
+    stop = threading.Event()
+    if stall is not None and not settings.deterministic:
+        def guard() -> None:
+            while not stop.wait(0.2):
+                if time.perf_counter() - watch.last > stall:
+                    solver.stop_search()
+                    return
+        threading.Thread(target=guard, daemon=True).start()
+    try:
+        status = solver.solve(pm.model, watch)
+    finally:
+        stop.set()
+    out = Outcome(None, status=solver.status_name(status), seconds=time.perf_counter() - t0,
+                  dtime=solver.deterministic_time)
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        out.choices = [c for _, c in sorted(pm.read(solver).items())]
+        if pm.objective != "feasible":
+            out.value = round(solver.objective_value)
+            out.bound = _int_bound(solver.best_objective_bound)
+        out.optimal = status == cp_model.OPTIMAL
+    elif status == cp_model.INFEASIBLE:
+        out.infeasible = True
+    elif pm.objective != "feasible":
+        out.bound = _int_bound(solver.best_objective_bound)
+    return out
+
+
+def part_peaks(part: Part, choices: Sequence[Choice]) -> dict[str, int]:
+    """Per-memory peak of a part's plan, in grid units."""
+    peak = {m: 0 for m in part.memories}
+    for u, (m, o) in zip(part.scaled, choices):
+        peak[m] = max(peak[m], o + top(u))
+    return peak
+
+
+def part_result(part: Part, pm: PartModel | None, choices: Sequence[Choice] | None, optimal: bool,
+                infeasible: bool, bound: int | None, message: str = "", stats: dict | None = None) -> Result:
+    """A part's Result in bytes, from a plan in grid units, whether it is proven optimal for the
+    part, and the proven bound on ``pm``'s objective (if any)."""
+    stats = dict(stats or {})
+    if pm is not None and pm.objective == "feasible":
+        optimal = False  # a feasibility model proves a plan exists, not that it is the best
+    if choices is None:
+        return Result(None, proven_infeasible=infeasible, message=message, stats=stats)
+    placements = part.placements(choices)
+    peak = part_peaks(part, choices)
+    per_memory: dict[str, int] = {}
+    objective_bound = None
+    if pm is not None and pm.objective != "feasible" and bound is not None:
+        if len(pm.memories) == 1 and pm.weights[pm.memories[0]] > 0:
+            m = pm.memories[0]
+            per_memory[m] = -(-bound // pm.weights[m]) * part.scale
+        if pm.weight_factor is not None:
+            objective_bound = bound * pm.weight_factor * part.scale
+    if optimal and len(part.memories) == 1:
+        m = part.memories[0]
+        per_memory[m] = peak[m] * part.scale  # its optimum bounds the whole memory's peak
+    return Result(placements, proven_optimal=optimal, bound=per_memory, objective_bound=objective_bound,
+                  message=message, stats=stats)
+
+
+def hint_choices(part: Part) -> list[Choice] | None:
+    """The user's hints (Buffer.hint_memory/hint_offset) as a warm start, when every root has one."""
+    placements = {}
+    for u in part.units:
+        b = part.problem.buffer(u.root)
+        if b.hint_offset is None:
+            return None
+        mem = b.hint_memory or b.fixed_memory or u.memories[0]
+        placements[u.root] = Placement(mem, b.hint_offset)
+    return part.choices(placements)
+
+
+def solve_parts(problem: Problem, objective: str, time_limit: float | None, settings: Settings,
+                solve_one: Callable[[Part, float, Callable], Result], progress=None) -> Result:
+    """Reduce, hand each part its share of the remaining time (by size), merge the Results."""
+    t0 = time.perf_counter()
+    red = reduce(problem, objective)
+    results: list[Result | None] = [None] * len(red.parts)
+    order = sorted(range(len(red.parts)), key=lambda i: len(red.parts[i].units))  # leftovers go to the big ones
+    left_units = total_units = sum(len(p.units) for p in red.parts)
+    tracker = Tracker(red, progress, t0)
+    for i in order:
+        part = red.parts[i]
+        remaining = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.0)
+        share = None if remaining is None else remaining * len(part.units) / max(left_units, 1)
+        if settings.deterministic and time_limit is not None:  # fixed in advance, not by elapsed time
+            share = time_limit * len(part.units) / max(total_units, 1)
+        left_units -= len(part.units)
+        results[i] = solve_one(part, share, lambda r, i=i: tracker.update(i, r))
+        tracker.update(i, results[i])
+        if results[i].proven_infeasible:
+            break
+    done = [r if r is not None else Result(None, message="not solved: an earlier part is infeasible") for r in results]
+    return merge(red, done)
+
+
+class Tracker:
+    """Combines the parts' running results into one progress report for the whole problem."""
+
+    def __init__(self, red, progress, t0: float) -> None:
+        self.red, self.progress, self.t0 = red, progress, t0
+        self.latest: dict[int, Result] = {}
+
+    def update(self, i: int, result: Result) -> None:
+        if self.progress is None:
+            return
+        self.latest[i] = result
+        if len(self.latest) < len(self.red.parts) or any(r.placements is None for r in self.latest.values()):
+            best = None
+            bound = None
+        else:  # the values finish() would compute, without re-validating on every report
+            merged = merge(self.red, [self.latest[j] for j in range(len(self.red.parts))])
+            weights = objective_weights(self.red.problem)
+            peak = peaks(self.red.problem, merged.placements or {})
+            best = sum(weights[m] * v for m, v in peak.items())
+            floor = lower_bounds(self.red.problem).lower
+            bound = max(merged.objective_bound or 0,
+                        sum(weights[m] * max(v, floor[m]) for m, v in (merged.bound or {}).items()))
+            if merged.proven_optimal:
+                bound = best
+        gap = None if best is None or not bound else max(best / bound - 1.0, 0.0)
+        self.progress({"best": best, "bound": bound, "gap": gap, "elapsed": time.perf_counter() - self.t0})
+
+
+def solve_part_cpsat(part: Part, seconds: float | None, settings: Settings, objective: str,
+                     incumbent: list[Choice] | None = None, report=None) -> Result:
+    """One CP-SAT run on a whole part (warm-started from ``incumbent`` or the user's hints)."""
+    t0 = time.perf_counter()
+    start = incumbent if incumbent is not None else hint_choices(part)
+    if len(part.units) > FULL_MODEL_MAX_UNITS:
+        msg = (f"{len(part.units)} units in one part exceed the full CP-SAT model's reach "
+               f"({FULL_MODEL_MAX_UNITS}); planner 'auto' works on such parts by neighbourhood search")
+        return part_result(part, None, start, False, False, None, msg) if start is not None else Result(None, message=msg)
+    ceiling = None
+    if start is not None and objective != "feasible" and len(part.memories) == 1:
+        ceiling = part_peaks(part, start)  # only a better or equal plan is of interest
+    try:
+        pm = PartModel(part, objective, ceiling=ceiling)
+    except OverflowError as e:
+        return Result(None, message=str(e))
+    if start is not None:
+        pm.hint(dict(enumerate(start)))
+    budget = 1e9 if seconds is None else max(seconds - (time.perf_counter() - t0), 0.01)
+
+    def relay(choices, value, bound):
+        if report and choices is not None:
+            report(part_result(part, pm, [c for _, c in sorted(choices.items())], False, False, bound))
+
+    out = run(pm, settings, budget, relay)
+    stats = {"cpsat_status": out.status, "cpsat_seconds": round(out.seconds, 3)}
+    if out.choices is None:
+        if out.infeasible and ceiling is None:
+            return Result(None, proven_infeasible=True, message="CP-SAT proved that no plan fits the capacities", stats=stats)
+        if start is not None:  # the warm start is all we have; keep CP-SAT's bound
+            return part_result(part, pm, start, False, False, out.bound,
+                               "time limit reached; warm start kept", stats)
+        return Result(None, message="CP-SAT found no plan within the time limit", stats=stats)
+    msg = "" if out.optimal else "time limit reached"
+    return part_result(part, pm, out.choices, out.optimal, False, out.bound, msg, stats)
+
+
+@planner("cpsat")
+def cpsat_planner(problem: Problem, time_limit: float | None = None, workers: int = 2, seed: int = 0,
+                  objective: str = "min-peak", deterministic: bool = False, progress=None) -> Result:
+    """CP-SAT on each independent part (user hints as warm start), no heuristics."""
+    settings = Settings(workers, seed, deterministic)
+    return solve_parts(problem, objective, time_limit, settings,
+                       lambda part, share, rep: solve_part_cpsat(part, share, settings, objective, None, rep),
+                       progress)

@@ -1,0 +1,386 @@
+"""The planning portfolio ``auto``: heuristics for a warm start, then exact search per part.
+
+Pipeline: every registered heuristic (planners defined in ``optplan.heuristics``) on the whole
+problem -> the best plan is the incumbent -> ``reduce`` into independent scaled parts -> per part,
+in its share of the time: stop if the incumbent meets the lower bound; the exact search engine
+(planner ``search``, looked up by name, used when registered) on single-memory parts; CP-SAT on
+the full part model with the incumbent as hint, stopped when it stalls; then large-neighbourhood
+search (free the units alive in a time window around a unit at the peak, re-solve with all other
+units fixed) while time is left. The merged plan goes back through the registry's validator.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+
+from optplan import planners
+from optplan.plan import Plan, Status, peaks
+from optplan.planners import Result, planner
+from optplan.problem import Problem, objective_weights
+from optplan.solvers.cpsat import (
+    FULL_MODEL_MAX_UNITS,
+    Outcome,
+    PartModel,
+    Settings,
+    Tracker,
+    part_peaks,
+    part_result,
+    run,
+)
+from optplan.solvers.reduce import Choice, Part, Reduction, merge, reduce, settle, top
+
+HEURISTIC_SHARE = 0.25  # of the time limit, for all heuristics together
+PREFERRED = ("linear-scan", "greedy-size")  # run first: cheap, and the best ones on large instances
+SEARCH_SHARE = 0.4  # of a part's time, for the exact search engine when it is registered
+SEARCH_MEMBERS = ("search",)  # exact engines for single-memory parts, used if registered
+SEARCH_MAX_UNITS = 5000  # larger parts skip them: a member cannot be interrupted from here
+
+
+def heuristic_names() -> list[str]:
+    """Registered planners that come from the heuristics package (fast, no proofs)."""
+    return [n for n in planners.names()
+            if getattr(getattr(planners.get(n), "__wrapped__", None), "__module__", "").startswith("optplan.heuristics")]
+
+
+def run_heuristics(problem: Problem, seconds: float | None, seed: int,
+                   deterministic: bool = False) -> tuple[list[Plan], dict[str, str]]:
+    """Heuristics in preference order (each limited to an equal share of ``seconds`` if it
+    takes a limit), until ``seconds`` are spent; the first always runs.
+
+    Most heuristics take no time limit and some are slow on tens of thousands of buffers, so
+    the next one only starts while the slowest so far would still fit in the budget. A heuristic
+    that raises is reported in the second value instead of sinking the portfolio.
+    ``deterministic``: all run (skipping by elapsed time would make the result depend on load).
+    """
+    names = sorted(heuristic_names(), key=lambda n: PREFERRED.index(n) if n in PREFERRED else len(PREFERRED))
+    out, errors = [], {}
+    t0 = time.perf_counter()
+    slowest = 0.0
+    for k, name in enumerate(names):
+        spent = time.perf_counter() - t0
+        if seconds is not None and not deterministic and k > 0 and spent + slowest > seconds:
+            errors[name] = "skipped: heuristics time budget spent"
+            continue
+        left = None if seconds is None else max(seconds - spent, 0.05)
+        share = None if left is None else left / (len(names) - k)
+        t1 = time.perf_counter()
+        try:
+            out.append(planners.solve(problem, name, time_limit=share, seed=seed))
+        except Exception as e:  # noqa: BLE001 - reported in the plan's stats
+            errors[name] = f"{type(e).__name__}: {e}"
+        slowest = max(slowest, time.perf_counter() - t1)
+    return out, errors
+
+
+def _value(plan: Plan) -> tuple[int, float]:
+    return (0 if plan.found else 1, plan.objective_value if plan.objective_value is not None else float("inf"))
+
+
+@planner("auto")
+def auto(problem: Problem, time_limit: float | None = None, workers: int = 2, seed: int = 0,
+         objective: str = "min-peak", deterministic: bool = False, progress=None) -> Result:
+    """Heuristics -> best as warm start -> exact search engine / CP-SAT / LNS per part."""
+    t0 = time.perf_counter()
+    if time_limit is not None:  # keep time to merge and validate the plan (about 1 s per 30k buffers)
+        time_limit = max(time_limit - min(0.1 * time_limit, 0.2 + 1e-4 * len(problem.buffers)), 0.0)
+    settings = Settings(workers, seed, deterministic)
+    heur, errors = run_heuristics(problem, None if time_limit is None else time_limit * HEURISTIC_SHARE, seed,
+                                  deterministic)
+    best = min(heur, key=_value) if heur else None
+    stats: dict[str, object] = {"heuristics": {p.planner: p.objective_value for p in heur}}
+    if errors:
+        stats["heuristics_not_run"] = errors
+    if best is not None and best.found:
+        stats["warm_start"] = best.planner
+        if progress is not None:
+            progress({"best": best.objective_value, "bound": best.objective_bound, "gap": best.gap,
+                      "elapsed": time.perf_counter() - t0})
+    if best is not None and best.status == Status.OPTIMAL:
+        return Result(best.placements, proven_optimal=True, bound=best.lower_bound,
+                      message=f"{best.planner} reached the lower bound", stats=stats)
+    elastic = best is None or not best.found
+    if elastic and _elastic_ok(problem):
+        # every heuristic hit a capacity: descend from a plan without capacities instead
+        relaxed = Problem(problem.buffers, tuple(replace(m, capacity=None) for m in problem.memories),
+                          problem.relative, dict(problem.metadata))
+        left = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.0)
+        rheur, _ = run_heuristics(relaxed, None if left is None else left * HEURISTIC_SHARE, seed, deterministic)
+        rbest = min(rheur, key=_value) if rheur else None
+        stats["elastic_start"] = None if rbest is None else f"{rbest.planner}: {rbest.objective_value}"
+        red = reduce(relaxed, "min-peak")
+        merged = _solve_parts(red, rbest, time_limit, t0, settings, "min-peak", seed, progress, goal=problem)
+        merged.stats.update(stats)
+        peak = peaks(problem, merged.placements or {})
+        over = [m.name for m in problem.memories if m.capacity is not None and merged.placements is not None
+                and peak[m.name] > m.capacity]
+        if merged.placements is not None and not over:
+            return merged
+        proven = [m.name for m in problem.memories if m.capacity is not None
+                  and (merged.bound or {}).get(m.name, 0) > m.capacity]
+        if proven:
+            return Result(None, proven_infeasible=True, stats=merged.stats,
+                          message=f"memory {proven[0]!r}: every plan needs {merged.bound[proven[0]]} bytes, "
+                                  f"capacity {problem.memory(proven[0]).capacity}")
+        where = over[0] if over else problem.memory_names[0]
+        return Result(None, stats=merged.stats, message=f"no plan within the capacity of {where!r} found in time"
+                      + (f" (best found needs {peak[where]} bytes)" if over else ""))
+    red = reduce(problem, objective)
+    merged = _solve_parts(red, best, time_limit, t0, settings, objective, seed, progress)
+    merged.stats.update(stats)
+    if merged.placements is None and best is not None and best.found and not merged.proven_infeasible:
+        return Result(best.placements, bound=best.lower_bound, message=merged.message, stats=merged.stats)
+    return merged
+
+
+def _elastic_ok(problem: Problem) -> bool:
+    """Relaxing capacities keeps the question when memories are decided: each memory's peak
+    then only has to come down below its capacity."""
+    return (any(m.capacity is not None for m in problem.memories)
+            and all(len(u.memories) == 1 for u in problem.units))
+
+
+def _solve_parts(red: Reduction, best: Plan | None, time_limit: float | None, t0: float, settings: Settings,
+                 objective: str, seed: int, progress, goal: Problem | None = None) -> Result:
+    """``solve_part`` on every part, smallest first, each with its share of the time; merged.
+
+    ``goal``: stop a part as soon as its peaks fit the capacities of this problem."""
+    tracker = Tracker(red, progress, t0)
+    results: list[Result | None] = [None] * len(red.parts)
+    # smallest first: time they leave unused goes to the larger parts after them
+    order = sorted(range(len(red.parts)), key=lambda i: len(red.parts[i].units))
+    # a memory's peak is the max over its sections: a section below the others' best bound is done
+    floor: dict[str, int] = {}
+    for part in red.parts:
+        if len(part.memories) == 1:
+            m = part.memories[0]
+            floor[m] = max(floor.get(m, 0), part.lower[m] * part.scale)
+    left_units = sum(len(p.units) for p in red.parts)
+    total_units = left_units
+    starts = [settle(part, best.placements) if best is not None and best.found else None for part in red.parts]
+    for i, part in enumerate(red.parts):  # progress reports the whole plan from the start
+        if starts[i] is not None:
+            tracker.latest[i] = part_result(part, None, starts[i], False, False, None)
+    for i in order:
+        part = red.parts[i]
+        remaining = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.0)
+        share = None if remaining is None else remaining * len(part.units) / max(left_units, 1)
+        if settings.deterministic and time_limit is not None:  # shares fixed in advance, not by elapsed time
+            share = time_limit * (1 - HEURISTIC_SHARE) * len(part.units) / max(total_units, 1)
+        left_units -= len(part.units)
+        incumbent = starts[i]
+        caps = None
+        if goal is not None:
+            caps = {m: goal.memory(m).capacity // part.scale for m in part.memories
+                    if goal.memory(m).capacity is not None}
+        elif objective != "feasible" and len(part.memories) == 1:
+            caps = {part.memories[0]: floor[part.memories[0]] // part.scale}
+        results[i] = solve_part(part, share, settings, objective, incumbent, seed,
+                                lambda r, i=i: tracker.update(i, r), goal=caps)
+        tracker.update(i, results[i])
+        if results[i].proven_infeasible:
+            break
+    done = [r if r is not None else Result(None, message="not solved: an earlier part is infeasible") for r in results]
+    return merge(red, done)
+
+
+def solve_part(part: Part, seconds: float | None, settings: Settings, objective: str,
+               incumbent: list[Choice] | None, seed: int, report: Callable[[Result], None],
+               goal: dict[str, int] | None = None) -> Result:
+    """The portfolio on one part: search engine, CP-SAT until it stalls, then LNS.
+
+    ``goal`` (per-memory peaks in grid units): good enough, stop there (elastic capacities)."""
+    clock = Budget(seconds, settings.deterministic)
+    left = clock.left
+    stats: dict[str, object] = {}
+    if incumbent is not None and objective != "feasible" and all(
+            v <= part.lower[m] for m, v in part_peaks(part, incumbent).items()):
+        return part_result(part, None, incumbent, True, False, None, "", stats)
+    if objective == "feasible" and incumbent is not None:
+        return part_result(part, None, incumbent, False, False, None, "", stats)
+
+    def reached(choices: list[Choice] | None) -> bool:
+        return goal is not None and choices is not None and all(
+            v <= goal.get(m, v) for m, v in part_peaks(part, choices).items())
+
+    if reached(incumbent):
+        return part_result(part, None, incumbent, False, False, None, "", stats)
+
+    # 1. the exact search engine (issue 5) where registered, for single-memory parts
+    for name in SEARCH_MEMBERS:
+        if name not in planners.names() or len(part.memories) != 1 or len(part.units) > SEARCH_MAX_UNITS:
+            continue
+        try:
+            plan = planners.solve(part.sub_problem, name, time_limit=left() * SEARCH_SHARE if seconds is not None else None,
+                                  seed=seed, objective=objective)
+        except Exception as e:  # noqa: BLE001 - a failing member must not sink the portfolio; reported
+            stats[f"{name}_error"] = f"{type(e).__name__}: {e}"
+            continue
+        stats[f"{name}_status"] = plan.status.value
+        if plan.status == Status.INFEASIBLE:
+            return Result(None, proven_infeasible=True, message=plan.message, stats=stats)
+        if plan.found:
+            mine = settle(part, plan.placements)
+            if mine is not None and (incumbent is None or _better(part, mine, incumbent)):
+                incumbent = mine
+            if plan.status == Status.OPTIMAL and mine is not None:
+                return part_result(part, None, mine, True, False, None, "", stats)
+            if reached(incumbent):
+                return part_result(part, None, incumbent, False, False, None, "", stats)
+
+    if len(part.units) > FULL_MODEL_MAX_UNITS:  # too large for the full model: LNS only
+        if incumbent is None:
+            return Result(None, message="no plan found for a part too large for the full model", stats=stats)
+        incumbent, lns_stats = lns(part, incumbent, settings, objective, clock, seed, report, goal=reached)
+        stats.update(lns_stats)
+        return part_result(part, None, incumbent, False, False, None, "time limit reached", stats)
+
+    # 2. CP-SAT on the whole part, warm-started, until it stalls
+    # only a plan at least as good is of interest; per memory that holds for one memory only
+    single = incumbent is not None and objective != "feasible" and len(part.memories) == 1
+    ceiling = part_peaks(part, incumbent) if single else None
+    try:
+        pm = PartModel(part, objective, ceiling=ceiling)
+    except OverflowError as e:
+        if incumbent is not None:
+            return part_result(part, None, incumbent, False, False, None, str(e), stats)
+        return Result(None, message=str(e), stats=stats)
+    if incumbent is not None:
+        pm.hint(dict(enumerate(incumbent)))
+
+    def relay(choices, value, bound):
+        if choices is not None:
+            report(part_result(part, pm, [c for _, c in sorted(choices.items())], False, False, bound))
+
+    stall = None if seconds is None else max(2.0, 0.2 * left())
+    # deterministic runs cannot stop on a stall (wall-clock): they give the full model half
+    out = clock.spend(run(pm, settings, left() * (0.5 if settings.deterministic else 1.0), relay, stall=stall))
+    stats["cpsat_status"] = out.status
+    if out.choices is None and out.infeasible and ceiling is None:
+        return Result(None, proven_infeasible=True, message="CP-SAT proved that no plan fits the capacities", stats=stats)
+    if out.choices is not None and (incumbent is None or _better(part, out.choices, incumbent)):
+        incumbent = out.choices
+    if incumbent is None:
+        return Result(None, message="no plan found within the time limit", stats=stats)
+    best_bound = out.bound
+    if out.optimal or objective == "feasible" or reached(incumbent):
+        return part_result(part, pm, incumbent, out.optimal, False, best_bound, "", stats)
+
+    # 3. large-neighbourhood search around the peak while time is left
+    if seconds is None:  # without a limit the full model ran to its proof
+        return part_result(part, pm, incumbent, False, False, best_bound, "", stats)
+    incumbent, lns_stats = lns(part, incumbent, settings, objective, clock, seed, report, goal=reached)
+    stats.update(lns_stats)
+    if left() > 1.0 and lns_stats.get("lns_improved") and not reached(incumbent):
+        # with a better hint, the full model may now close the gap
+        ceiling = part_peaks(part, incumbent) if len(part.memories) == 1 else None
+        pm = PartModel(part, objective, ceiling=ceiling)
+        pm.hint(dict(enumerate(incumbent)))
+        out = clock.spend(run(pm, settings, left(), relay))
+        stats["cpsat_final_status"] = out.status
+        if out.choices is not None and _better(part, out.choices, incumbent):
+            incumbent = out.choices
+        if out.optimal:
+            return part_result(part, pm, incumbent, True, False, out.bound, "", stats)
+        best_bound = max(best_bound or 0, out.bound or 0) or None
+    return part_result(part, pm, incumbent, False, False, best_bound, "time limit reached", stats)
+
+
+def _better(part: Part, a: list[Choice], b: list[Choice]) -> bool:
+    """Plan ``a`` has a lower weighted sum of peaks than ``b`` (the objective of the whole problem)."""
+    w = objective_weights(part.problem)
+    pa, pb = part_peaks(part, a), part_peaks(part, b)
+    return sum(w[m] * pa[m] for m in pa) < sum(w[m] * pb[m] for m in pb)
+
+
+class Budget:
+    """Time left for one part: wall-clock, or in deterministic mode CP-SAT's deterministic time
+    (reproducible, so the wall-clock limit is only approximate there: every CP-SAT run is capped
+    at 3x its budget in wall time, see ``Settings``)."""
+
+    def __init__(self, seconds: float | None, deterministic: bool) -> None:
+        self.seconds, self.deterministic = seconds, deterministic
+        self.deadline = None if seconds is None else time.perf_counter() + seconds
+        self.dtime = 0.0
+
+    def left(self) -> float:
+        if self.seconds is None:
+            return 1e9
+        if self.deterministic:
+            return max(self.seconds - self.dtime, 0.0)
+        return max(self.deadline - time.perf_counter(), 0.0)  # type: ignore[operator]
+
+    def spend(self, out: Outcome) -> Outcome:
+        self.dtime += out.dtime
+        return out
+
+
+def lns(part: Part, incumbent: list[Choice], settings: Settings, objective: str,
+        clock: Budget, seed: int, report: Callable[[Result], None],
+        goal: Callable[[list[Choice]], bool] = lambda c: False) -> tuple[list[Choice], dict]:
+    """Free the units alive around a unit at the peak (or the highest units: a band below the
+    peak), re-solve with the rest fixed; repeat.
+
+    A move is kept when the freed region's highest top goes down without any peak going up, so
+    the number of units at the peak shrinks until the peak itself drops.
+    """
+    rng = random.Random(seed)
+    left = clock.left
+    w = objective_weights(part.problem)
+    units = part.scaled
+    n = len(units)
+    starts = np.array([u.start for u in units], np.int64)
+    ends = np.array([u.end for u in units], np.int64)
+    size = min(n, 40)  # units freed per move; grows when moves are solved fast, shrinks on timeouts
+    iters = improved = 0
+    cur = list(incumbent)
+    while left() > 0.5 and n > 1 and not goal(cur):
+        peak = part_peaks(part, cur)
+        tops = [cur[i][1] + top(units[i]) for i in range(n)]
+        at_peak = [i for i in range(n) if tops[i] >= peak[cur[i][0]] and peak[cur[i][0]] > part.lower[cur[i][0]]]
+        if not at_peak:
+            break
+        center = units[rng.choice(at_peak)]
+        if iters % 2:  # a band: the highest units anywhere (a long thin unit on top needs room at all times)
+            near = sorted(range(n), key=lambda i: (-tops[i], rng.random()))
+        else:  # a window: the highest units alive with the peak unit first, then the nearest in time
+            near = sorted(range(n), key=lambda i: (max(units[i].start - center.end, center.start - units[i].end, 0),
+                                                   -tops[i], rng.random()))
+        free = sorted(near[:size])
+        touch = np.zeros(n, bool)  # units alive together with some freed unit: they stay as obstacles
+        for i in free:
+            touch |= (starts < units[i].end) & (units[i].start < ends)
+        touch[free] = False
+        fixed = {int(i): cur[i] for i in np.flatnonzero(touch)}
+        region_top = {}
+        for i in free:
+            m = cur[i][0]
+            region_top[m] = max(region_top.get(m, 0), tops[i])
+        pm = PartModel(part, objective if objective != "feasible" else "min-peak", active=free, fixed=fixed,
+                       ceiling=peak, fixed_count=False)
+        pm.hint({i: cur[i] for i in free})
+        budget = min(left(), max(1.0, 0.1 * left()))
+        out = clock.spend(run(pm, settings, budget))
+        iters += 1
+        if out.choices is not None:
+            new = list(cur)
+            for i, c in zip(pm.active, out.choices):
+                new[i] = c
+            new_top = {}
+            for i in free:
+                m = new[i][0]
+                new_top[m] = max(new_top.get(m, 0), new[i][1] + top(units[i]))
+            gain = sum(w[m] * v for m, v in new_top.items()) < sum(w[m] * v for m, v in region_top.items())
+            if gain and not _better(part, cur, new):
+                cur = new
+                improved += 1
+                report(part_result(part, None, cur, False, False, None))
+        if out.optimal:
+            size = min(n, int(size * 1.3) + 1)
+        elif out.choices is None or (out.dtime if settings.deterministic else out.seconds) >= budget * 0.9:
+            size = max(8, int(size * 0.7))
+    return cur, {"lns_moves": iters, "lns_improved": improved}

@@ -1,0 +1,86 @@
+"""The portfolio planner ``auto``: exact on small problems, never worse than its heuristics."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from test_cpsat import check_exact, problems
+
+from optplan.formats import read_problem
+from optplan.plan import Status
+from optplan.planners import names, solve
+from optplan.problem import Buffer, Memory, Problem
+from optplan.solvers import portfolio
+
+
+@pytest.fixture
+def no_members(monkeypatch):
+    """The search engine is tested by its own suite; here auto runs heuristics + CP-SAT + LNS."""
+    monkeypatch.setattr(portfolio, "SEARCH_MEMBERS", ())
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(problems())
+def test_auto_matches_brute_force(no_members, problem: Problem) -> None:
+    check_exact(problem, "auto")
+
+
+def test_auto_is_the_cli_default_and_takes_the_cli_options() -> None:
+    assert "auto" in names()
+    from optplan.planners import get
+    assert {"time_limit", "workers", "seed", "objective", "progress"} <= get("auto").options
+
+
+def test_auto_no_worse_than_every_heuristic_within_the_limit(no_members, shared) -> None:
+    problem = read_problem(shared / "minimalloc" / "C.1048576.csv")
+    seen = []
+    plan = solve(problem, "auto", time_limit=6, workers=2, progress=seen.append)
+    assert plan.found and plan.status == Status.FEASIBLE and plan.gap > 0
+    assert plan.seconds <= 6 * 1.1 + 1
+    heuristics = plan.stats["heuristics"]
+    assert heuristics and plan.objective_value <= min(v for v in heuristics.values() if v is not None)
+    assert seen and all(set(r) == {"best", "bound", "gap", "elapsed"} for r in seen)
+    assert all(r["best"] is None or r["best"] >= plan.objective_bound for r in seen)
+
+
+def test_heuristic_incumbent_comes_back_when_the_solver_finds_nothing_better(no_members, shared) -> None:
+    problem = read_problem(shared / "minimalloc" / "E.1048576.csv")
+    plan = solve(problem, "auto", time_limit=0.5, workers=1)
+    assert plan.status == Status.FEASIBLE  # not OPTIMAL, not UNKNOWN: the warm start is a plan
+    assert plan.objective_value <= min(v for v in plan.stats["heuristics"].values() if v is not None)
+
+
+def test_registered_members_are_looked_up_by_name(monkeypatch) -> None:
+    """Any registered planner named in SEARCH_MEMBERS is run on single-memory parts."""
+    monkeypatch.setattr(portfolio, "SEARCH_MEMBERS", ("greedy-size", "no-such-planner"))
+    monkeypatch.setattr(portfolio, "heuristic_names", list)  # so the member has work to do
+    p = Problem(tuple(Buffer(f"b{i}", 1 + i % 3, i % 5, i % 5 + 2) for i in range(12)))
+    plan = solve(p, "auto", time_limit=5, workers=1)
+    assert plan.found
+    assert "greedy-size_status" in plan.stats
+    assert "no-such-planner_status" not in plan.stats
+
+
+def test_infeasible_capacity_is_proven_by_auto(no_members) -> None:
+    p = Problem((Buffer("a", 1, 0, 3), Buffer("b", 2, 0, 1, fixed_offset=0), Buffer("c", 2, 2, 3, fixed_offset=1)),
+                (Memory("m", capacity=3),))
+    plan = solve(p, "auto", time_limit=5, workers=1)
+    assert plan.status == Status.INFEASIBLE
+
+
+def test_auto_deterministic_mode_repeats(no_members) -> None:
+    p = Problem(tuple(Buffer(f"b{i}", 1 + (7 * i) % 5, i % 6, i % 6 + 1 + i % 4) for i in range(24)))
+    a = solve(p, "auto", time_limit=3, workers=2, seed=3, deterministic=True)
+    b = solve(p, "auto", time_limit=3, workers=2, seed=3, deterministic=True)
+    assert a.found and a.placements == b.placements
+
+
+def test_capacity_met_by_descending_from_a_plan_without_capacity(no_members, shared) -> None:
+    """Every heuristic fails at this capacity (they pack greedily and give up); auto starts from
+    a plan without the capacity and brings the peak below it."""
+    problem = read_problem(shared / "minimalloc" / "A.1048576.csv").with_capacity(1_200_000)
+    plan = solve(problem, "auto", time_limit=10, workers=2)
+    if all(v is None for v in plan.stats["heuristics"].values()):
+        assert "elastic_start" in plan.stats
+    assert plan.found and plan.peak["mem"] <= 1_200_000
