@@ -12,20 +12,13 @@ import argparse
 import shlex
 import sys
 import time
-from pathlib import Path
+
+from instances import find
 
 from optplan.formats import read_problem
 from optplan.planners import solve
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
 PLANNERS = ("greedy-size", "cpsat", "auto")
-
-
-def instances(names: list[str] | None) -> list[Path]:
-    files = sorted(SHARED.glob("minimalloc/*.csv")) + sorted(SHARED.glob("idealloc/*.csv"))
-    if names:
-        files = [f for f in files if f.stem.split(".")[0] in names or f.name in names]
-    return files
 
 
 def main() -> None:
@@ -42,7 +35,7 @@ def main() -> None:
           "peak / lower bound (1.0000 = proven optimal by the bound)\n")
     print("| instance | buffers | planner | status | peak / lower bound | peak | lower bound | seconds | best heuristic / lower bound |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for path in instances(args.instances):
+    for path in find(["minimalloc", "idealloc"], args.instances):
         problem = read_problem(path)
         name = f"{path.parent.name}/{path.stem}"
         for planner in args.planners:

@@ -16,22 +16,13 @@ import platform
 import shlex
 import sys
 import time
-from pathlib import Path
+
+from instances import find
 
 from optplan.formats import read_problem
 from optplan.planners import solve
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "benchmarks"
 PLANNERS = ("cpsat", "milp-cbc", "milp-highs", "milp-cbc:cold", "milp-highs:cold")
-
-
-def instances(names: list[str] | None) -> list[Path]:
-    files = sorted((ROOT / "models").glob("*.json")) + sorted(SHARED.glob("minimalloc/*.csv"))
-    files = [f for f in files if f.name != "summary.json"]
-    if names:
-        files = [f for f in files if f.stem.split(".")[0] in names or f.name in names]
-    return files
 
 
 def mip_stop(plan) -> str:  # type: ignore[no-untyped-def]
@@ -67,7 +58,7 @@ def main() -> None:
           "when the time limit stopped the search.\n")
     print("| instance | buffers | planner | status | optimal in / gap at limit | peak / lower bound | seconds | where the solver stopped |")
     print("| --- | ---: | --- | --- | --- | ---: | ---: | --- |")
-    for path in instances(args.instances):
+    for path in find(["models", "minimalloc"], args.instances):
         problem = read_problem(path)
         name = f"{path.parent.name}/{path.stem}"
         for planner in args.planners:

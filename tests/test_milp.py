@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from brute_force import brute_force_optimum
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
@@ -17,13 +18,18 @@ from optplan.cli import main
 from optplan.errors import FormatError, OptplanError
 from optplan.formats import read_placements, read_problem
 from optplan.plan import Status
-from optplan.problem import Buffer, Memory, Problem, ProblemError, RelativePlacement, objective_weights
+from optplan.problem import (
+    Buffer,
+    Memory,
+    Problem,
+    ProblemError,
+    RelativePlacement,
+    objective_weights,
+)
 from optplan.solvers import milp
 from optplan.solvers.lp_io import export_model, import_solution, read_solution
 from optplan.solvers.reduce import reduce
 from optplan.validate import validate
-
-from brute_force import brute_force_optimum
 
 
 @st.composite

@@ -24,7 +24,14 @@ from optplan.errors import FormatError, OptplanError
 from optplan.plan import Plan
 from optplan.planners import Result, finish
 from optplan.problem import Problem
-from optplan.solvers.milp import assign_name, best_heuristic, build_model, decode, offset_name, read_choices
+from optplan.solvers.milp import (
+    assign_name,
+    best_heuristic,
+    build_model,
+    decode,
+    offset_name,
+    read_choices,
+)
 from optplan.solvers.reduce import Reduction, reduce, settle
 
 MODEL_EXTENSIONS = (".lp", ".mps")

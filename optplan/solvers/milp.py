@@ -60,8 +60,15 @@ from optplan.planners import Result, planner
 from optplan.problem import Problem, objective_weights
 from optplan.solvers.cpsat import Settings, part_peaks, solve_parts
 from optplan.solvers.portfolio import run_heuristics
-from optplan.solvers.reduce import (Choice, Part, conflict_pairs, identical_groups, order_choices,
-                                    settle, top)
+from optplan.solvers.reduce import (
+    Choice,
+    Part,
+    conflict_pairs,
+    identical_groups,
+    order_choices,
+    settle,
+    top,
+)
 from optplan.validate import validate
 
 SOLVERS = ("cbc", "highs")
