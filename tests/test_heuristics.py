@@ -309,3 +309,22 @@ def test_a_pinned_zero_size_buffer_does_not_fake_optimality():
                  Buffer("b", 4, 3, 4)), (Memory("fast"), Memory("slow")))
     plan = run(q, "naive")  # b stacked above a in fast: peak 8, the optimum reuses a's bytes (peak 4)
     assert plan.peak["fast"] == 8 and plan.status is not Status.OPTIMAL
+
+
+def test_first_fit_orders_known_answer():
+    # loads: step 0 a+c = 4, step 1 a+b = 3, step 2 b+e = 5. By size, c and e sit at 0, b above e
+    # at 3, and a (alive with c at step 0 and with b at step 1) lands at 5: peak 6. By area, b goes
+    # first at 0, c at 0, e above b at 2, and a (above c's [0, 3) and b's [0, 2)) at 3: peak 5 = bound.
+    p = Problem((Buffer("a", 1, 0, 2), Buffer("b", 2, 1, 3), Buffer("c", 3, 0, 1), Buffer("d", 1, 3, 6), Buffer("e", 3, 2, 3)))
+    assert objective(p, greedy(p, orders.by_size(p), "first").placements) == 6
+    plan = run(p, "first-fit-orders")
+    assert plan.peak["mem"] == 5 and plan.stats["order"] == "area" and plan.status is Status.OPTIMAL
+
+
+def test_hill_climb_known_answer():
+    # the bound is 9 (step 2: b + c + d); greedy by size stops at 10, the climb reaches 9
+    p = Problem((Buffer("a", 3, 4, 6), Buffer("b", 3, 2, 3), Buffer("c", 3, 2, 4), Buffer("d", 3, 1, 3),
+                 Buffer("e", 4, 3, 6), Buffer("f", 4, 1, 2)))
+    assert run(p, "greedy-size").peak["mem"] == 10
+    plan = planners.solve(p, "hill-climb", iterations=50, seed=0)
+    assert plan.peak["mem"] == 9 and plan.status is Status.OPTIMAL
