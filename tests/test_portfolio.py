@@ -33,7 +33,9 @@ def test_auto_is_the_cli_default_and_takes_the_cli_options() -> None:
 
 
 def test_auto_no_worse_than_every_heuristic_within_the_limit(no_members, shared) -> None:
-    problem = read_problem(shared / "minimalloc" / "C.1048576.csv")
+    # D: without the search engine, heuristics + CP-SAT + LNS stay above its bound for far longer
+    # than 6 s (1.08 x after 60 s), so the answer must be FEASIBLE with a gap; C is solved too often
+    problem = read_problem(shared / "minimalloc" / "D.1048576.csv")
     seen = []
     plan = solve(problem, "auto", time_limit=6, workers=2, progress=seen.append)
     assert plan.found and plan.status == Status.FEASIBLE and plan.gap > 0

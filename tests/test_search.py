@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from brute_force import brute_force_optimum, tiny_problem
 from hypothesis import HealthCheck, assume, given, settings
@@ -14,8 +15,9 @@ from optplan.formats import read_problem
 from optplan.plan import Status
 from optplan.planners import solve
 from optplan.problem import Buffer, Memory, Problem, RelativePlacement
-from optplan.search import engine
-from optplan.search.instance import unsupported
+from optplan.search import engine, kernel
+from optplan.search.instance import build, unsupported
+from optplan.search.planner import time_parts
 from optplan.validate import validate
 
 
@@ -103,6 +105,28 @@ def test_feasibility_is_decided_exactly_at_the_optimum(problem: Problem) -> None
     assert plan.found and validate(at_optimum, plan.placements) == []
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(one_memory(max_buffers=7))
+def test_every_ordering_alone_decides_exactly(problem: Problem) -> None:
+    """Each ordering's complete run must itself be a proof (the portfolio may stop at any one of
+    them): INFEASIBLE just below the optimum, FOUND at it. Exercises the hatless cut-off, which
+    depends on the candidate order."""
+    assume(unsupported(problem) is None)
+    reference = brute_force_optimum(problem.with_capacity(10**6))
+    assume(reference is not None and reference[0] > 0)
+    optimum = reference[0]
+    inst = build(problem, "m", list(problem.units))
+    assume(inst.n > 0)
+    for o in engine.orderings(inst, seed=optimum):
+        for cap, expected in ((optimum - 1, kernel.INFEASIBLE), (optimum, kernel.FOUND)):
+            out = np.zeros(inst.n, np.int64)
+            status, _ = kernel.search(*o.args, np.int64(inst.scaled_capacity(cap)), np.int64(10**7),
+                                      np.zeros(1, np.int64), out)
+            assert status == expected, (o.name, cap, optimum)
+            if expected == kernel.FOUND:
+                assert validate(problem.with_capacity(10**6), inst.placements(o.unpermute(out))) == []
+
+
 def capped(problem: Problem, capacity: int) -> Problem | None:
     try:
         return problem.with_capacity(capacity)
@@ -138,6 +162,24 @@ def test_agrees_with_cpsat_on_cut_rectangles(seed: int) -> None:
     assert ours.status == Status.OPTIMAL and ours.peak["mem"] == 24
     if theirs.status == Status.OPTIMAL:
         assert theirs.peak == ours.peak
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_section_totals_are_the_highest_live_load_over_each_lifespan(seed: int) -> None:
+    inst = build(random_tight(seed, 40), "mem", list(random_tight(seed, 40).units))
+    load = np.zeros(inst.nsec + 1, np.int64)
+    np.add.at(load, inst.s0, inst.size)
+    np.add.at(load, inst.s1, -inst.size)
+    load = np.cumsum(load)
+    slow = [load[a:b].max() for a, b in zip(inst.s0, inst.s1)]
+    assert engine.section_totals(inst).tolist() == slow
+
+
+def test_time_parts_split_where_no_buffer_is_live_across() -> None:
+    p = Problem((Buffer("a", 1, 0, 2), Buffer("b", 1, 1, 3), Buffer("c", 1, 3, 4), Buffer("d", 1, 4, 6),
+                 Buffer("e", 1, 5, 6), Buffer("z", 0, 2, 5)))
+    parts = time_parts(list(p.units))
+    assert [sorted(u.root for u in part) for part in parts] == [["a", "b", "z"], ["c"], ["d", "e"]]
 
 
 def test_decided_memories_are_solved_one_by_one() -> None:

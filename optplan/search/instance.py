@@ -137,7 +137,6 @@ class Ordered:
     name: str
     perm: np.ndarray  # rank -> index in the Instance
     args: tuple  # the search's array arguments, in rank order
-    lowest_first: int = 0  # 1: try candidates by lowest offset, then rank; 0: by rank only
 
     def unpermute(self, offsets: np.ndarray) -> np.ndarray:
         out = np.empty_like(offsets)

@@ -7,7 +7,7 @@ canonical plans is complete for "does a plan fit under ``cap``?" (the idea of Mi
 ASPLOS 2023). All quantities are integers already divided by a common scale; time is compressed to
 *sections* (intervals between consecutive distinct start/end times); buffer ``i`` lives in
 sections ``[s0[i], s1[i])``. Buffer indices are ranks of the static ordering: candidates are tried
-in index order.
+lowest offset first, ties by index (as in MiniMalloc).
 
 Pruning rules, each keeping one reference solution alive (among the solutions under ``cap`` the
 one with the smallest sum of offsets, ties of identical buffers by index), so INFEASIBLE is a proof:
@@ -16,13 +16,17 @@ one with the smallest sum of offsets, ties of identical buffers by index), so IN
 * dominance: a buffer may not go to offset ``o`` if another unplaced buffer ``c`` fits entirely
   below ``o`` at its own lowest offset: every buffer placed later lies at >= ``o``, so ``c`` could
   be moved down there, lowering the sum of offsets;
-* sections: in every section the unplaced load sits above max(floor, lowest offset any unplaced
-  buffer of the component may still take), and must fit under ``cap``;
+* sections: in every section, the unplaced buffers whose lowest offset (at least the last
+  placed offset, by the order rule) is >= t stack up between t and ``cap``, for every t;
 * twins: of identical buffers (same size, lifespan, alignment) the lower index goes first;
 * decomposition: when no unplaced buffer crosses a time point, the parts left and right are
   independent sub-problems, solved one after the other (most constrained first) with their own
   order; when one of them fails the search returns straight to the choice that split them.
-  A component of one buffer is simply placed (nothing can go above it any more).
+  A component of one buffer is simply placed (nothing can go above it any more);
+* hatless: when the subtree of a candidate
+  ``b`` that overlaps no unplaced buffer fails, the node fails. The reference plan keeps ``b`` at
+  its lowest offset (nothing unplaced is in the way), so its next buffer comes no later than
+  ``b`` in (offset, index) order: it was ``b`` or a candidate already tried.
 """
 
 from __future__ import annotations
@@ -96,7 +100,7 @@ def _push_split(members, nmem, cuts, ncut, s0, s1, floor, load, cap, pool, pool_
 
 @njit(cache=True)
 def search(size, s0, s1, mod, res, lo, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx, twin,
-           nsec, cap, node_limit, lowest_first, stop, offsets):
+           nsec, cap, node_limit, stop, offsets):
     """Is there a canonical plan with every top <= ``cap``? Returns (status, nodes); on FOUND
     ``offsets`` holds it. LIMIT: ``node_limit`` nodes spent or ``stop[0]`` set by another worker."""
     n = size.shape[0]
@@ -141,8 +145,14 @@ def search(size, s0, s1, mod, res, lo, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx, tw
     f_U2 = np.empty(m, np.int64)
     f_F = np.empty(m, np.int64)
     f_Fa = np.empty(m, np.int64)
+    f_hat = np.zeros(m, np.bool_)  # lowest-first: the last candidate placed overlapped no unplaced buffer
     cuts = np.empty(nsec + 1, np.int64)
-    secmin = np.empty(nsec + 1, np.int64)
+    acc = np.zeros(nsec + 1, np.int64)
+    min1 = np.empty(nsec + 1, np.int64)  # smallest unplaced size per section (and whose), next smallest
+    min1c = np.empty(nsec + 1, np.int64)
+    min2 = np.empty(nsec + 1, np.int64)
+    ev = np.empty(n, np.int64)
+    evb = np.empty(n, np.int64)
     members = np.empty(n, np.int64)
 
     # initial components
@@ -194,6 +204,7 @@ def search(size, s0, s1, mod, res, lo, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx, tw
             f_pool[d] = pool_top
             f_i[d] = 0
             f_lo[d] = -1
+            f_hat[d] = False
             # node checks; bounds for the dominance rule
             U1 = _BIG
             U1a = -1
@@ -237,25 +248,67 @@ def search(size, s0, s1, mod, res, lo, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx, tw
             if U1 <= L:  # some buffer fits wholly below every offset still allowed: dominated
                 exhausted = True
             if not exhausted:
-                # each section's unplaced load sits above the lowest offset any of its buffers can take
+                # in each section, the unplaced buffers that cannot go below t stack up above t:
+                # t + their sizes <= cap for every threshold t (their lowest offsets, high to low)
+                # a buffer whose lowest offset is below L rests, in the reference plan, on a buffer
+                # placed later (at >= L) that overlaps it in time: it starts at >= L + that size
                 base = max(L, emin)
                 for s in range(smin, smax):
-                    secmin[s] = _BIG
+                    acc[s] = 0
+                    min1[s] = _BIG
+                    min2[s] = _BIG
+                    min1c[s] = -1
                 for p in range(ln):
                     c = pool[st + p]
                     if not placed[c]:
-                        e = fixed[c] if fixed[c] >= 0 else _align(max(mf[c], base), mod[c], res[c])
                         for s in range(s0[c], s1[c]):
-                            secmin[s] = min(secmin[s], e)
-                for s in range(smin, smax):
-                    if load[s] > 0 and secmin[s] + load[s] > cap:
-                        exhausted = True
-                        break
+                            if size[c] < min1[s]:
+                                min2[s] = min1[s]
+                                min1[s] = size[c]
+                                min1c[s] = c
+                            elif size[c] < min2[s]:
+                                min2[s] = size[c]
+                k = 0
+                for p in range(ln):
+                    c = pool[st + p]
+                    if not placed[c]:
+                        if fixed[c] >= 0:
+                            ev[k] = fixed[c]
+                        elif _align(mf[c], mod[c], res[c]) < L:
+                            ms = _BIG
+                            for s in range(s0[c], s1[c]):
+                                ms = min(ms, min2[s] if min1c[s] == c else min1[s])
+                            ev[k] = _align(max(mf[c], base, L + ms), mod[c], res[c])
+                        else:
+                            ev[k] = _align(max(mf[c], base), mod[c], res[c])
+                        evb[k] = c
+                        k += 1
+                srt = np.argsort(ev[:k])
+                j = k - 1
+                while j >= 0 and not exhausted:
+                    t = ev[srt[j]]
+                    j2 = j
+                    while j2 >= 0 and ev[srt[j2]] == t:
+                        c = evb[srt[j2]]
+                        for s in range(s0[c], s1[c]):
+                            acc[s] += size[c]
+                        j2 -= 1
+                    for q in range(j2 + 1, j + 1):
+                        c = evb[srt[q]]
+                        for s in range(s0[c], s1[c]):
+                            if t + acc[s] > cap:
+                                exhausted = True
+                                break
+                        if exhausted:
+                            break
+                    j = j2
             f_U1[d] = U1
             f_U1a[d] = U1a
             f_U2[d] = U2
             f_F[d] = F
             f_Fa[d] = Fa
+        elif f_hat[d]:
+            exhausted = True  # hatless: the reference plan is not in a later branch (see above)
         if not exhausted:
             L = f_L[d]
             Li = f_Li[d]
@@ -263,7 +316,7 @@ def search(size, s0, s1, mod, res, lo, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx, tw
             ln = f_len[d]
             b = -1
             ob = 0
-            p = 0 if lowest_first else f_i[d]
+            p = 0
             while p < ln:
                 c = pool[st + p]
                 p += 1
@@ -277,12 +330,11 @@ def search(size, s0, s1, mod, res, lo, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx, tw
                         continue
                 else:
                     oc = _align(mf[c], mod[c], res[c])
-                if lowest_first:
-                    # candidates in (offset, index) order after the last one tried
-                    if oc < f_lo[d] or (oc == f_lo[d] and c <= f_i[d]):
-                        continue
-                    if b >= 0 and (oc > ob or (oc == ob and c > b)):
-                        continue
+                # candidates in (offset, index) order after the last one tried
+                if oc < f_lo[d] or (oc == f_lo[d] and c <= f_i[d]):
+                    continue
+                if b >= 0 and (oc > ob or (oc == ob and c > b)):
+                    continue
                 if oc < L or (oc == L and c < Li):
                     continue
                 if oc + size[c] > cap:
@@ -302,14 +354,9 @@ def search(size, s0, s1, mod, res, lo, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx, tw
                     continue
                 b = c
                 ob = oc
-                if not lowest_first:
-                    break
-            if lowest_first:
-                if b >= 0:
-                    f_lo[d] = ob
-                    f_i[d] = b
-            else:
-                f_i[d] = p
+            if b >= 0:
+                f_lo[d] = ob
+                f_i[d] = b
             if b >= 0:
                 f_trail[d] = ttop
                 pt = f_pt[d] - 1
@@ -334,14 +381,18 @@ def search(size, s0, s1, mod, res, lo, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx, tw
                     if cross[k] == 0:
                         cuts[ncut] = k
                         ncut += 1
+                hatless = True
                 for q in range(nb_ptr[b], nb_ptr[b + 1]):
                     c = nb_idx[q]
+                    if not placed[c]:
+                        hatless = False
                     if not placed[c] and mf[c] < t:
                         tk[ttop] = _MF
                         ti[ttop] = c
                         tv[ttop] = mf[c]
                         ttop += 1
                         mf[c] = t
+                f_hat[d] = hatless
                 rem = f_cnt[d] - 1
                 parts = 1
                 if rem > 0 and ncut > 0:

@@ -12,11 +12,30 @@ from collections.abc import Callable
 
 from optplan.bounds import lower_bounds
 from optplan.planners import Result, planner
-from optplan.problem import Problem
+from optplan.problem import Problem, Unit
 from optplan.search import engine
 from optplan.search.instance import build, unsupported
 
 DEFAULT_TIME_LIMIT = 60.0
+
+
+def time_parts(units: list[Unit]) -> list[list[Unit]]:
+    """Groups of units that share no time step with each other group: independent problems (the
+    memory's peak is the highest of theirs), each solved with the ordering that suits it."""
+    parts: list[list[Unit]] = []
+    end = None
+    for u in sorted((u for u in units if u.pieces), key=lambda u: u.pieces[0][0]):
+        t0, t1 = u.pieces[0][0], u.pieces[0][1]
+        if end is None or t0 >= end:
+            parts.append([])
+            end = t1
+        parts[-1].append(u)
+        end = max(end, t1)
+    rest = [u for u in units if not u.pieces]  # zero-size units go with the first part
+    if not parts:
+        return [rest] if rest else []
+    parts[0] += rest
+    return parts
 
 
 @planner("search")
@@ -33,38 +52,44 @@ def search(problem: Problem, time_limit: float | None = None, seed: int = 0, wor
     limit = DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit)
     lower = lower_bounds(problem).lower
     by_memory = {m: [u for u in problem.units if u.memories[0] == m] for m in problem.memory_names}
-    placements, bound, messages = {}, {}, []
-    optimal, infeasible, complete = True, False, True
+    # smaller parts first: the time they leave unused passes on to the larger ones
+    jobs = [(m, part) for m, units in by_memory.items() for part in sorted(time_parts(units), key=len)]
+    placements, bound, messages = {}, {m: lower[m] for m in by_memory}, []
+    peak: dict[str, int] = {}
+    noted: set[str] = set()  # memories whose answer came with its own explanation
+    infeasible, complete = False, True
     stats = engine.Stats()
-    dive_peaks = {}
-    for m, units in by_memory.items():
-        if not units:
-            bound[m] = lower[m]
-            continue
-        share = (limit - (time.perf_counter() - t0)) * len(units) / max(1, sum(
-            len(by_memory[k]) for k in list(by_memory)[list(by_memory).index(m):]))
-        inst = build(problem, m, units)
-        ans = engine.solve(inst, problem.memory(m).capacity, lower[m], objective, max(share, 0.0),
+    dive_peaks: dict[str, int | None] = {}
+    for k, (m, part) in enumerate(jobs):
+        share = (limit - (time.perf_counter() - t0)) * len(part) / max(1, sum(len(p) for _, p in jobs[k:]))
+        inst = build(problem, m, part)
+        # the memory's bound need not hold for one part: cap it by the part's own live load
+        own = int(engine.section_totals(inst).max()) * inst.scale if inst.n and len(jobs) > 1 else lower[m]
+        ans = engine.solve(inst, problem.memory(m).capacity, min(lower[m], own), objective, max(share, 0.0),
                            workers, seed, progress)
         stats.add(ans.stats)
-        bound[m] = ans.bound
-        dive_peaks[m] = ans.dive_peak
+        bound[m] = max(bound[m], ans.bound)  # each time part's proven bound holds for the memory
+        prev = dive_peaks.get(m, 0)
+        dive_peaks[m] = None if prev is None or ans.dive_peak is None else max(prev, ans.dive_peak)
         if ans.infeasible:
             infeasible = True
             messages.append(f"memory {m!r}: proven: no plan fits the capacity {problem.memory(m).capacity}")
             break
         if ans.note:
+            noted.add(m)
             messages.append(f"memory {m!r}: {ans.note}")
         if ans.offsets is None:
             complete = False
             if not ans.note:
-                messages.append(f"memory {m!r}: time limit reached without a plan under the capacity (bound {ans.bound})")
+                messages.append(f"memory {m!r}: time limit reached without a plan under the capacity (bound {bound[m]})")
             break
         placements.update(inst.placements(ans.offsets))
-        if not ans.optimal:
-            optimal = False
-            if objective == "min-peak" and not ans.note:
-                messages.append(f"memory {m!r}: time limit reached; peak {ans.peak}, proven bound {ans.bound}")
+        peak[m] = max(peak.get(m, 0), ans.peak or 0)
+    optimal = complete and not infeasible and all(peak.get(m, 0) <= bound[m] for m in by_memory)
+    if complete and not infeasible and objective == "min-peak":
+        for m in by_memory:
+            if peak.get(m, 0) > bound[m] and m not in noted:
+                messages.append(f"memory {m!r}: time limit reached; peak {peak[m]}, proven bound {bound[m]}")
     info = {"nodes": stats.nodes, "nodes_per_second": round(stats.rate), "compile_seconds": round(compile_seconds, 3),
             "search_seconds": round(stats.seconds, 3), "runs": stats.runs, "dive_peak": dive_peaks,
             "winning_orderings": sorted(stats.winners)}
