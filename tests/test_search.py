@@ -228,3 +228,20 @@ def test_workers_prove_infeasibility_together() -> None:
     assert plan.status == Status.INFEASIBLE
     plan = solve(p, "search", time_limit=20, workers=2)
     assert plan.status == Status.OPTIMAL and plan.peak["mem"] == 4
+
+
+def test_large_instances_fall_back_to_the_skyline_dive(monkeypatch) -> None:
+    """Past MAX_PAIRS overlapping pairs only the segment-tree dive runs; its plans must still be valid."""
+    from optplan.search import instance
+
+    monkeypatch.setattr(instance, "MAX_PAIRS", 10)
+    rng = random.Random(7)
+    buffers = []
+    for i in range(80):
+        start = rng.randint(0, 40)
+        buffers.append(Buffer(f"b{i}", rng.randint(1, 64), start, start + rng.randint(1, 12), alignment=rng.choice([1, 4, 8])))
+    problem = Problem(tuple(buffers), (Memory("m", alignment=2),))
+    plan = solve(problem, "search", time_limit=10)
+    assert plan.found and "dive only" in plan.message  # the registry validated it
+    assert plan.peak["m"] >= plan.lower_bound["m"]
+    assert plan.peak["m"] <= solve(problem, "naive").peak["m"]

@@ -484,6 +484,21 @@ def count_overlaps(s0, s1):
 
 
 @njit(cache=True)
+def _sift_down(heap, hn, j):
+    """Restore the min-heap order of ``heap[:hn]`` below position ``j``."""
+    while True:
+        c = 2 * j + 1
+        if c >= hn:
+            return
+        if c + 1 < hn and heap[c + 1] < heap[c]:
+            c += 1
+        if heap[j] <= heap[c]:
+            return
+        heap[j], heap[c] = heap[c], heap[j]
+        j = c
+
+
+@njit(cache=True)
 def skyline_dive(size, s0, s1, mod, res, lo, rank, nsec, offsets):
     """The lowest-offset-first dive for instances too large for adjacency lists: repeatedly place
     the unplaced buffer with the lowest canonical offset (ties by rank). Floors live in a segment
@@ -503,17 +518,7 @@ def skyline_dive(size, s0, s1, mod, res, lo, rank, nsec, offsets):
         heap[r] = _align(lo[i], mod[i], res[i]) * n + r
     hn = n
     for k in range(hn // 2 - 1, -1, -1):  # heapify
-        j = k
-        while True:
-            c = 2 * j + 1
-            if c >= hn:
-                break
-            if c + 1 < hn and heap[c + 1] < heap[c]:
-                c += 1
-            if heap[j] <= heap[c]:
-                break
-            heap[j], heap[c] = heap[c], heap[j]
-            j = c
+        _sift_down(heap, hn, k)
     while hn > 0:
         key = heap[0]
         r = key % n
@@ -576,15 +581,4 @@ def skyline_dive(size, s0, s1, mod, res, lo, rank, nsec, offsets):
             while p >= 1:
                 t[p] = max(t[p], max(t[2 * p], t[2 * p + 1]))
                 p >>= 1
-        # sift down from the root
-        j = 0
-        while True:
-            c = 2 * j + 1
-            if c >= hn:
-                break
-            if c + 1 < hn and heap[c + 1] < heap[c]:
-                c += 1
-            if heap[j] <= heap[c]:
-                break
-            heap[j], heap[c] = heap[c], heap[j]
-            j = c
+        _sift_down(heap, hn, 0)
