@@ -86,3 +86,11 @@ def test_capacity_met_by_descending_from_a_plan_without_capacity(no_members, sha
     if all(v is None for v in plan.stats["heuristics"].values()):
         assert "elastic_start" in plan.stats
     assert plan.found and plan.peak["mem"] <= 1_200_000
+
+
+def test_auto_deterministic_on_a_hard_instance(no_members, shared) -> None:
+    """Hill-climb and CP-SAT both search here: in deterministic mode neither may depend on load."""
+    p = read_problem(shared / "minimalloc" / "A.1048576.csv")
+    a = solve(p, "auto", time_limit=4, workers=2, seed=1, deterministic=True)
+    b = solve(p, "auto", time_limit=4, workers=2, seed=1, deterministic=True)
+    assert a.found and a.placements == b.placements

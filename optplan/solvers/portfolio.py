@@ -20,7 +20,7 @@ import numpy as np
 
 from optplan import planners
 from optplan.plan import Plan, Status, peaks
-from optplan.planners import Result, planner
+from optplan.planners import Result, heuristic_names, planner
 from optplan.problem import Problem, objective_weights
 from optplan.solvers.cpsat import (
     FULL_MODEL_MAX_UNITS,
@@ -39,12 +39,7 @@ PREFERRED = ("linear-scan", "greedy-size")  # run first: cheap, and the best one
 SEARCH_SHARE = 0.4  # of a part's time, for the exact search engine when it is registered
 SEARCH_MEMBERS = ("search",)  # exact engines for single-memory parts, used if registered
 SEARCH_MAX_UNITS = 5000  # larger parts skip them: a member cannot be interrupted from here
-
-
-def heuristic_names() -> list[str]:
-    """Registered planners that come from the heuristics package (fast, no proofs)."""
-    return [n for n in planners.names()
-            if getattr(getattr(planners.get(n), "__wrapped__", None), "__module__", "").startswith("optplan.heuristics")]
+DETERMINISTIC_STEPS = 20_000  # hill-climb steps x units in deterministic mode (about 1 s on A-E)
 
 
 def run_heuristics(problem: Problem, seconds: float | None, seed: int,
@@ -69,8 +64,10 @@ def run_heuristics(problem: Problem, seconds: float | None, seed: int,
         left = None if seconds is None else max(seconds - spent, 0.05)
         share = None if left is None else left / (len(names) - k)
         t1 = time.perf_counter()
+        # deterministic: searching heuristics get a step budget instead of seconds
+        budget = {"iterations": max(5, DETERMINISTIC_STEPS // max(len(problem.units), 1))} if deterministic else {"time_limit": share}
         try:
-            out.append(planners.solve(problem, name, time_limit=share, seed=seed))
+            out.append(planners.solve(problem, name, seed=seed, **budget))
         except Exception as e:  # noqa: BLE001 - reported in the plan's stats
             errors[name] = f"{type(e).__name__}: {e}"
         slowest = max(slowest, time.perf_counter() - t1)
