@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from optplan.problem import objective_weights
+
 if TYPE_CHECKING:
     from optplan.problem import Problem
 
@@ -78,6 +80,12 @@ def peaks(problem: Problem, placements: dict[str, Placement]) -> dict[str, int]:
         if p is not None and b.size > 0 and p.memory in out:
             out[p.memory] = max(out[p.memory], p.offset + b.size)
     return out
+
+
+def weighted_peak(problem: Problem, placements: dict[str, Placement]) -> int:
+    """The objective every plan is judged by: the sum over memories of weight x peak."""
+    weights = objective_weights(problem)
+    return sum(weights[m] * v for m, v in peaks(problem, placements).items())
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from optplan.bounds import lower_bounds
 from optplan.errors import OptplanError, PlannerBug
-from optplan.plan import Placement, Plan, Status, peaks
+from optplan.plan import Placement, Plan, Status, peaks, weighted_peak
 from optplan.problem import Problem, objective_weights
 from optplan.validate import validate
 
@@ -95,7 +95,7 @@ def finish(problem: Problem, result: Result, name: str, seconds: float, objectiv
     if violations:
         raise PlannerBug(f"planner {name!r} produced an invalid plan: {violations[0]} ({len(violations)} violations)")
     peak = peaks(problem, result.placements)
-    value = sum(weights[m] * peak[m] for m in peak)
+    value = weighted_peak(problem, result.placements)
     optimal = result.proven_optimal or all(peak[m] <= lower[m] for m in peak) or value <= objective_bound
     if result.proven_optimal:
         objective_bound = value

@@ -21,9 +21,9 @@ from typing import Literal
 
 import numpy as np
 
-from optplan.plan import Placement, peaks
+from optplan.plan import Placement, weighted_peak
 from optplan.planners import Result
-from optplan.problem import Problem, Unit, objective_weights
+from optplan.problem import Problem, Unit
 
 Policy = Literal["first", "best", "heap"]
 _EMPTY = np.zeros(0, np.int64)
@@ -312,7 +312,4 @@ def greedy(problem: Problem, order: Sequence[Unit], policy: Policy = "first") ->
 
 def objective(problem: Problem, placements: dict[str, Placement] | None) -> float:
     """The weighted sum of peaks a plan is judged by (inf for no plan): used to keep the best."""
-    if placements is None:
-        return float("inf")
-    weights = objective_weights(problem)
-    return sum(weights[m] * v for m, v in peaks(problem, placements).items())
+    return float("inf") if placements is None else weighted_peak(problem, placements)
