@@ -4,7 +4,8 @@ The live load at a time step (bytes that must exist then) cannot be packed into 
 For a hierarchy, the units that can only go to a set T of memories must fit into T's total
 capacity at every step; whatever of that load the other memories of T cannot take lands in the
 remaining one. Units (a buffer and everything placed relative to it) count with their footprint,
-so deliberate overlaps inside a unit are not counted twice.
+so deliberate overlaps inside a unit are not counted twice and gaps free their bytes (a gap's
+window counts only its bytes).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def _lower_bounds(problem: Problem) -> Bounds:
         if len(bounded) == len(u.memories) and u.height > max(bounded):
             return Bounds(lower, step, f"buffer {u.root!r} needs {u.height} bytes; no memory it may use is that large")
         if u.fixed_offset is not None and len(u.memories) == 1 and u.pieces:
-            m, top = u.memories[0], u.fixed_offset + max(p[3] for p in u.pieces)  # zero-size members take no bytes
+            m, top = u.memories[0], u.fixed_offset + u.top  # zero-size members take no bytes
             if top > lower[m]:
                 lower[m], step[m] = top, u.start
 
@@ -99,6 +100,8 @@ def _lower_bounds(problem: Problem) -> Bounds:
         if len(subset) == 1 and all(len(u.members) == 1 for u in members):
             rounding = problem.memory(subset[0]).alignment
             rounding = math.gcd(*[u.modulus[subset[0]][0] for u in members], rounding) if members else rounding
+            if rounding > 1 and any(p[2] for u in members for p in u.pieces):
+                rounding = 1  # a gap's window may start off the alignment grid
         t0, t1, h, slack = _pieces(members)
         load, at = peak_load(t0, t1, h)
         if rounding > 1:  # every offset is a multiple of `rounding`: all but the top buffer round up
@@ -117,6 +120,14 @@ def _lower_bounds(problem: Problem) -> Bounds:
             rest = load - sum(cap[o] for o in others)  # type: ignore[misc]
             if rest > lower[m]:
                 lower[m], step[m] = rest, at
+    for u in units:  # a unit reaches at least its top above its lowest legal offset (more than
+        # its live load when a gap's window keeps its upper bytes free at every step)
+        if u.fixed_offset is None and len(u.memories) == 1 and u.top:
+            m = u.memories[0]
+            if u.top - min(u.low, 0) + u.modulus[m][0] - 1 > lower[m]:  # else the reach cannot beat it
+                reach = u.lowest_offset(m) + u.top
+                if reach > lower[m]:
+                    lower[m], step[m] = reach, u.start
     return Bounds(lower, step, None)
 
 

@@ -149,14 +149,16 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     problem = _load(args)
     bufs = problem.buffers
-    load, step = peak_load(np.array([b.start for b in bufs], np.int64), np.array([b.end for b in bufs], np.int64),
-                           np.array([b.size for b in bufs], np.int64))
+    rects = [r for b in bufs for r in b.footprint()]  # bytes in use over time: gaps excluded
+    load, step = peak_load(*(np.array([r[k] for r in rects], np.int64) for k in (0, 1)),
+                           np.array([r[3] - r[2] for r in rects], np.int64))
     lo, hi = problem.time_span
     info = {
         "buffers": len(bufs), "time_span": [lo, hi], "total_bytes": sum(b.size for b in bufs),
         "peak_live_load": load, "peak_step": step, "largest_buffer": max((b.size for b in bufs), default=0),
         "zero_size_buffers": sum(b.size == 0 for b in bufs),
         "fixed_buffers": sum(b.fixed_offset is not None or b.fixed_memory is not None for b in bufs),
+        "buffers_with_gaps": sum(bool(b.gaps) for b in bufs),
         "relative_placements": len(problem.relative),
         "memories": [{"name": m.name, "capacity": m.capacity, "alignment": m.alignment} for m in problem.memories],
     }

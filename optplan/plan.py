@@ -106,14 +106,15 @@ class UsageCurve:
 
 
 def usage_curve(problem: Problem, placements: dict[str, Placement], memory: str) -> UsageCurve:
-    """Live bytes and highest used byte over time in ``memory`` (for reports and plots)."""
+    """Live bytes and highest used byte over time in ``memory`` (for reports and plots).
+
+    Live bytes leave out gaps and count only a gap's window; an active buffer's highest byte is
+    ``offset + size`` even inside a window, as in the peak."""
     bufs = [b for b in problem.buffers if b.size > 0 and b.id in placements and placements[b.id].memory == memory]
     if not bufs:
         return UsageCurve(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
-    start = np.array([b.start for b in bufs], np.int64)
-    end = np.array([b.end for b in bufs], np.int64)
-    size = np.array([b.size for b in bufs], np.int64)
-    top = np.array([placements[b.id].offset + b.size for b in bufs], np.int64)
+    rects = [(t0, t1, y1 - y0, placements[b.id].offset + b.size) for b in bufs for t0, t1, y0, y1 in b.footprint()]
+    start, end, size, top = (np.array(c, np.int64) for c in zip(*rects))
     times = np.unique(np.concatenate([start, end]))
     delta = np.zeros(len(times), np.int64)
     np.add.at(delta, np.searchsorted(times, start), size)

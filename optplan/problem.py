@@ -2,7 +2,9 @@
 
 Everything is checked on construction so planners can trust a Problem; every error names the
 buffer (or memory) and the field. Lifetimes are half-open integer intervals ``[start, end)``:
-two buffers conflict in time exactly when ``a.start < b.end and b.start < a.end``.
+two buffers conflict in time exactly when ``a.start < b.end and b.start < a.end``, unless gaps
+(spans when a buffer is inactive, or holds only a window of its bytes) keep them apart: then
+their footprints decide.
 """
 
 from __future__ import annotations
@@ -27,8 +29,26 @@ class Memory:
 
 
 @dataclass(frozen=True)
+class Gap:
+    """A span ``[start, end)`` inside a buffer's lifetime when it is inactive (MiniMalloc's gaps).
+
+    With a ``window`` ``(lo, hi)`` it stays partly active and occupies only the bytes
+    ``[offset + lo, offset + hi)`` meanwhile. Gaps free bytes for others; the buffer's offset and
+    size (hence its reach in the peak and the capacity) do not change.
+    """
+
+    start: int
+    end: int
+    window: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.window, list):  # as read from JSON
+            object.__setattr__(self, "window", tuple(self.window))
+
+
+@dataclass(frozen=True)
 class Buffer:
-    """A tensor to place: ``size`` bytes live during ``[start, end)``."""
+    """A tensor to place: ``size`` bytes live during ``[start, end)`` except in its ``gaps``."""
 
     id: str
     size: int
@@ -41,9 +61,43 @@ class Buffer:
     fixed_offset: int | None = None
     hint_memory: str | None = None  # a warm-start suggestion, never a constraint
     hint_offset: int | None = None
+    gaps: tuple[Gap, ...] = ()  # sorted, disjoint, inside [start, end)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.gaps, list):
+            object.__setattr__(self, "gaps", tuple(self.gaps))
 
     def overlaps(self, other: Buffer) -> bool:
+        """Whether the lifetimes intersect, gaps ignored: necessary for two buffers to need
+        disjoint bytes, not sufficient (compare ``footprint()`` for that)."""
         return self.start < other.end and other.start < self.end
+
+    def footprint(self) -> tuple[tuple[int, int, int, int], ...]:
+        """The rectangles ``(t0, t1, y0, y1)`` the buffer occupies, bytes relative to its offset:
+        ``[0, size)`` while active, a gap's window during a partial gap, nothing in a full gap.
+        In time order; neighbours with the same bytes are merged. Empty for size 0."""
+        if self.size == 0:
+            return ()
+        if not self.gaps:
+            return ((self.start, self.end, 0, self.size),)
+        out: list[tuple[int, int, int, int]] = []
+
+        def add(t0: int, t1: int, y0: int, y1: int) -> None:
+            if t0 >= t1:
+                return
+            if out and out[-1][1] == t0 and out[-1][2:] == (y0, y1):
+                out[-1] = (out[-1][0], t1, y0, y1)
+            else:
+                out.append((t0, t1, y0, y1))
+
+        t = self.start
+        for g in self.gaps:
+            add(t, g.start, 0, self.size)
+            if g.window is not None:
+                add(g.start, g.end, g.window[0], g.window[1])
+            t = g.end
+        add(t, self.end, 0, self.size)
+        return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -72,6 +126,9 @@ class Unit:
     high: int  # one past the highest member byte relative to the root
     fixed_offset: int | None
     pieces: tuple[tuple[int, int, int, int], ...]
+    # one past the highest byte of a member that stores bytes, relative to the root: what the
+    # peak counts (0 if none). A gap's window may leave it above every piece.
+    top: int
 
     @property
     def start(self) -> int:
@@ -233,6 +290,8 @@ def _check_buffer(b: Buffer, mems: Mapping[str, Memory]) -> None:
         raise ProblemError(f"{where}: field 'end': lifetime [{b.start}, {b.end}) is empty (start must be < end)")
     if b.alignment < 1:
         raise ProblemError(f"{where}: field 'alignment': must be >= 1, got {b.alignment}")
+    if b.gaps != ():
+        _check_gaps(b, where)
     for name in ("allowed", "blocked"):
         for m in getattr(b, name) or ():
             if m not in mems:
@@ -262,6 +321,39 @@ def _check_buffer(b: Buffer, mems: Mapping[str, Memory]) -> None:
                 raise ProblemError(f"{where}: field 'fixed_offset': [{b.fixed_offset}, {b.fixed_offset + b.size}) exceeds the capacity {mem.capacity} of memory {m!r}")
 
 
+def _check_gaps(b: Buffer, where: str) -> None:
+    where = f"{where}: field 'gaps'"
+    if not isinstance(b.gaps, tuple):
+        raise ProblemError(f"{where}: must be a tuple of Gap, got {b.gaps!r}")
+    previous, idle = None, 0
+    for g in b.gaps:
+        if not isinstance(g, Gap):
+            raise ProblemError(f"{where}: must hold Gap(start, end, window) entries, got {g!r}")
+        if not _is_int(g.start) or not _is_int(g.end):
+            raise ProblemError(f"{where}: start and end must be integers, got {g.start!r} and {g.end!r}")
+        span = f"gap [{g.start}, {g.end})"
+        if g.start >= g.end:
+            raise ProblemError(f"{where}: {span} is empty (start must be < end)")
+        if g.start < b.start or g.end > b.end:
+            raise ProblemError(f"{where}: {span} is not inside the lifetime [{b.start}, {b.end})")
+        if previous is not None and g.start < previous.end:
+            raise ProblemError(f"{where}: {span} starts before the previous gap [{previous.start}, {previous.end}) ends "
+                               "(gaps must be sorted and must not overlap)")
+        if g.window is None:
+            idle += g.end - g.start
+        else:
+            w = g.window
+            if not isinstance(w, tuple) or len(w) != 2 or not all(_is_int(x) for x in w):
+                raise ProblemError(f"{where}: {span}: window must be a pair of integers (lo, hi), got {w!r}")
+            if w[0] == w[1]:
+                raise ProblemError(f"{where}: {span}: window [{w[0]}, {w[1]}) is empty (leave the window out for a full gap)")
+            if not 0 <= w[0] < w[1] <= b.size:
+                raise ProblemError(f"{where}: {span}: window [{w[0]}, {w[1]}) must satisfy 0 <= lo < hi <= size {b.size}")
+        previous = g
+    if b.gaps and idle == b.end - b.start:
+        raise ProblemError(f"{where}: full gaps cover the whole lifetime [{b.start}, {b.end}); a buffer must be active at some step")
+
+
 def _crt(m1: int, r1: int, m2: int, r2: int) -> tuple[int, int] | None:
     """Combine x = r1 (mod m1) and x = r2 (mod m2); None when no x satisfies both."""
     g = math.gcd(m1, m2)
@@ -274,15 +366,16 @@ def _crt(m1: int, r1: int, m2: int, r2: int) -> tuple[int, int] | None:
 
 
 def _footprint(members: list[tuple[Buffer, int]]) -> tuple[tuple[int, int, int, int], ...]:
-    """Disjoint rectangles covering the union of the members' (time x byte) rectangles."""
-    sized = [(b, rel) for b, rel in members if b.size > 0]
-    if len(sized) == 1:
-        b, rel = sized[0]
-        return ((b.start, b.end, rel, rel + b.size),)
-    times = sorted({t for b, _ in sized for t in (b.start, b.end)})
+    """Disjoint rectangles covering the union of the members' footprints (``Buffer.footprint``)."""
+    if len(members) == 1 and members[0][1] == 0:
+        return members[0][0].footprint()  # disjoint and merged already
+    rects = [(t0, t1, rel + y0, rel + y1) for b, rel in members for t0, t1, y0, y1 in b.footprint()]
+    if sum(b.size > 0 for b, _ in members) == 1:
+        return tuple(rects)
+    times = sorted({t for r in rects for t in r[:2]})
     strips: list[tuple[int, int, tuple[tuple[int, int], ...]]] = []
     for t0, t1 in zip(times, times[1:]):
-        spans = sorted((rel, rel + b.size) for b, rel in sized if b.start <= t0 and t1 <= b.end)
+        spans = sorted((y0, y1) for a, b, y0, y1 in rects if a <= t0 and t1 <= b)
         merged: list[list[int]] = []
         for y0, y1 in spans:
             if merged and y0 <= merged[-1][1]:
@@ -367,6 +460,7 @@ def _build_units(p: Problem) -> tuple[Unit, ...]:
         if not modulus:
             raise ProblemError(f"buffer {culprit!r}: field 'relative.delta': no memory can hold it and its base {root!r} (alignment or capacity)")
         ordered = tuple(m.name for m in p.memories if m.name in modulus)
+        top = max((rel + b.size for b, rel in members if b.size > 0), default=0)
         units.append(Unit(root, tuple((b.id, rel) for b, rel in members), ordered, modulus,
-                          low, high, fixed, _footprint(members)))
+                          low, high, fixed, _footprint(members), top))
     return tuple(units)

@@ -1,7 +1,7 @@
 """The independent checker every plan passes before it leaves the library.
 
-It reads only the raw Problem fields (not the planners' derived units), so a bug shared by the
-planners' model of the problem cannot hide here.
+It reads only the raw Problem fields (not the planners' derived units and footprints; gaps are
+read off the buffers here), so a bug shared by the planners' model of the problem cannot hide here.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from optplan.plan import Placement
-from optplan.problem import Problem
+from optplan.problem import Buffer, Problem
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,8 @@ def _relative_roots(problem: Problem) -> dict[str, str]:
 
 
 def _overlaps(problem: Problem, placements: dict[str, Placement], mems: dict, limit: int) -> list[Violation]:
-    """Pairs in one memory that share both a time step and a byte (sweep over sorted starts)."""
+    """Pairs in one memory that share both a time step and a byte (sweep over sorted starts;
+    only pairs whose lifetimes and byte ranges meet get the finer test of their gaps)."""
     roots = _relative_roots(problem)
     out: list[Violation] = []
     for name in mems:
@@ -101,7 +102,35 @@ def _overlaps(problem: Problem, placements: dict[str, Placement], mems: dict, li
                 a, c = bufs[i], bufs[int(k)]
                 if roots[a.id] == roots[c.id]:
                     continue  # their relative position is declared by the user
-                out.append(Violation("overlap", a.id, f"overlaps {c.id!r} in {name!r}: time [{max(a.start, c.start)}, {min(a.end, c.end)}) and bytes [{max(lo[i], lo[k])}, {min(hi[i], hi[k])})"))
+                clash = _clash(a, int(lo[i]), c, int(lo[k]))
+                if clash is None:
+                    continue  # their gaps keep them apart
+                (t0, t1), (y0, y1) = clash
+                out.append(Violation("overlap", a.id, f"overlaps {c.id!r} in {name!r}: time [{t0}, {t1}) and bytes [{y0}, {y1})"))
                 if len(out) >= limit:
                     return out
     return out
+
+
+def _occupied(b: Buffer, offset: int) -> list[tuple[int, int, int, int]]:
+    """Absolute rectangles ``(t0, t1, y0, y1)`` where ``b`` holds bytes, read off its raw gaps:
+    all its bytes between gaps, a gap's window during the gap (rectangles may touch)."""
+    rects, t = [], b.start
+    for g in b.gaps:
+        if t < g.start:
+            rects.append((t, g.start, offset, offset + b.size))
+        if g.window is not None:
+            rects.append((g.start, g.end, offset + g.window[0], offset + g.window[1]))
+        t = g.end
+    if t < b.end:
+        rects.append((t, b.end, offset, offset + b.size))
+    return rects
+
+
+def _clash(a: Buffer, oa: int, c: Buffer, oc: int) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """The first shared (time span, byte span) of two placed buffers, or None."""
+    for t0, t1, y0, y1 in _occupied(a, oa):
+        for s0, s1, z0, z1 in _occupied(c, oc):
+            if t0 < s1 and s0 < t1 and y0 < z1 and z0 < y1:
+                return (max(t0, s0), min(t1, s1)), (max(y0, z0), min(y1, z1))
+    return None

@@ -25,6 +25,7 @@ from optplan.errors import ProblemError
 from optplan.plan import Placement
 from optplan.problem import (
     Buffer,
+    Gap,
     Memory,
     Problem,
     RelativePlacement,
@@ -44,9 +45,28 @@ def _default_bound(problem: Problem, memory: str) -> int:
     return max(fixed_top, big_m) + len(units) * (hmax + big_m) + max(-u.low for u in units)
 
 
-def _top(unit: Unit) -> int:
-    """The highest used byte + 1 relative to the root (zero-size members do not count)."""
-    return max((p[3] for p in unit.pieces), default=0)
+def _top(problem: Problem, unit: Unit) -> int:
+    """The highest reserved byte + 1 relative to the root, as the peak counts it (offset + size;
+    zero-size members do not count), from the raw buffers."""
+    return max((rel + problem.buffer(bid).size for bid, rel in unit.members if problem.buffer(bid).size > 0), default=0)
+
+
+def _rectangles(problem: Problem, unit: Unit) -> list[tuple[int, int, int, int]]:
+    """The (time x byte) rectangles the unit's members occupy relative to the root, read off
+    the raw buffers and their gaps (not ``Unit.pieces``: that is the code under test)."""
+    out = []
+    for bid, rel in unit.members:
+        b = problem.buffer(bid)
+        if b.size == 0:
+            continue
+        t = b.start
+        for g in b.gaps:
+            out.append((t, g.start, rel, rel + b.size))
+            if g.window is not None:
+                out.append((g.start, g.end, rel + g.window[0], rel + g.window[1]))
+            t = g.end
+        out.append((t, b.end, rel, rel + b.size))
+    return [r for r in out if r[0] < r[1]]
 
 
 def brute_force_optimum(problem: Problem, max_offset: int | None = None
@@ -71,8 +91,10 @@ def brute_force_optimum(problem: Problem, max_offset: int | None = None
     def value() -> int:
         return sum(weights[m] * peak[m] for m in names)
 
+    rects = {u.root: _rectangles(problem, u) for u in units}
+
     def collides(unit: Unit, memory: str, o: int) -> bool:
-        for a, b, y0, y1 in unit.pieces:
+        for a, b, y0, y1 in rects[unit.root]:
             for c, d, z0, z1 in placed[memory]:
                 if a < d and c < b and o + y0 < z1 and z0 < o + y1:
                     return True
@@ -85,7 +107,8 @@ def brute_force_optimum(problem: Problem, max_offset: int | None = None
             best[0], best[1] = value(), dict(choice)
             return
         unit = units[i]
-        top = _top(unit)
+        top = _top(problem, unit)
+        mine = rects[unit.root]
         for memory in unit.memories:
             m = unit.modulus[memory][0]
             if unit.fixed_offset is not None:
@@ -96,17 +119,17 @@ def brute_force_optimum(problem: Problem, max_offset: int | None = None
                 if cap[memory] is not None and o + unit.high > cap[memory]:
                     break
                 old = peak[memory]
-                new = max(old, o + top) if unit.pieces else old
+                new = max(old, o + top) if mine else old
                 if best[0] is not None and value() - weights[memory] * old + weights[memory] * new >= best[0]:
                     break  # higher offsets only raise this memory's peak further
                 if collides(unit, memory, o):
                     continue
                 peak[memory] = new
-                placed[memory].extend((a, b, o + y0, o + y1) for a, b, y0, y1 in unit.pieces)
+                placed[memory].extend((a, b, o + y0, o + y1) for a, b, y0, y1 in mine)
                 choice[unit.root] = (memory, o)
                 dfs(i + 1)
                 del choice[unit.root]
-                del placed[memory][len(placed[memory]) - len(unit.pieces):]
+                del placed[memory][len(placed[memory]) - len(mine):]
                 peak[memory] = old
 
     dfs(0)
@@ -122,15 +145,32 @@ def brute_force_optimum(problem: Problem, max_offset: int | None = None
     return best[0], placements
 
 
-def tiny_problem(draw: Callable[[int, int], int]) -> Problem:
+def _draw_gaps(draw: Callable[[int, int], int], size: int, start: int, end: int) -> tuple[Gap, ...]:
+    """Up to two gaps inside ``[start, end)``, full or with a window, never idling the whole lifetime."""
+    gaps, t = [], start
+    while end - t >= 1 and len(gaps) < 2 and draw(0, 2):
+        lo = draw(t, end - 1)
+        hi = draw(lo + 1, end)
+        window = None
+        if size >= 1 and draw(0, 1):
+            wlo = draw(0, size - 1)
+            window = (wlo, draw(wlo + 1, size))
+        gaps.append(Gap(lo, hi, window))
+        t = hi
+    idle = sum(g.end - g.start for g in gaps if g.window is None)
+    return () if idle == end - start else tuple(gaps)
+
+
+def tiny_problem(draw: Callable[[int, int], int], gaps: bool = False) -> Problem:
     """A random tiny Problem exercising every constraint kind, small enough for brute force.
 
     ``draw(lo, hi)`` returns an integer in ``[lo, hi]`` (``random.Random.randint``, or
     hypothesis' ``data.draw(st.integers(lo, hi))`` so failures shrink). Up to three memories
     with optional capacities and alignments, per-buffer alignment, allowed lists, blocklists,
-    fixed memories and offsets, relative placements and zero-size buffers. A draw the Problem
-    checks reject (e.g. a relative placement no memory can hold) loses its relative placements
-    and fixed offsets, which always leaves a valid problem.
+    fixed memories and offsets, relative placements and zero-size buffers; with ``gaps``,
+    longer lifetimes with gaps and windows too (without, the draws are exactly as before).
+    A draw the Problem checks reject (e.g. a relative placement no memory can hold) loses its
+    relative placements and fixed offsets, which always leaves a valid problem.
     """
     nmem = draw(1, 3)
     memories = []
@@ -145,6 +185,10 @@ def tiny_problem(draw: Callable[[int, int], int]) -> Problem:
         size = (0, 1, 2, 3, 4, 5, 6, 8)[draw(0, 7)]
         start = draw(0, 5)
         end = start + draw(1, 3)
+        holes: tuple[Gap, ...] = ()
+        if gaps:
+            end += draw(0, 2)
+            holes = _draw_gaps(draw, size, start, end)
         align = (1, 1, 1, 2, 4)[draw(0, 4)]
         allowed = blocked = None
         kind = draw(0, 5)
@@ -160,9 +204,9 @@ def tiny_problem(draw: Callable[[int, int], int]) -> Problem:
             elif draw(0, 1):
                 fixed_offset = 4 * draw(0, 2)
         b = Buffer(f"b{i}", size, start, end, alignment=align, allowed=allowed, blocked=blocked or (),
-                   fixed_memory=fixed_memory, fixed_offset=fixed_offset)
+                   fixed_memory=fixed_memory, fixed_offset=fixed_offset, gaps=holes)
         plain.append(Buffer(f"b{i}", size, start, end, alignment=align, allowed=allowed, blocked=blocked or (),
-                            fixed_memory=fixed_memory))
+                            fixed_memory=fixed_memory, gaps=holes))
         buffers.append(b)
     relative = []
     for i in range(1, len(buffers)):

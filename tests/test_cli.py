@@ -67,6 +67,14 @@ def test_validate_bounds_info_convert(shared: Path, tmp_path: Path, capsys: pyte
     assert code == 0 and read_problem(tmp_path / "p.json").buffers == read_problem(src).buffers
 
 
+def test_info_counts_live_bytes_without_gaps(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """``a`` is inactive while ``b`` lives: 8 bytes at most, not 16."""
+    src = tmp_path / "g.csv"
+    src.write_text("id,lower,upper,size,gaps\na,0,10,8,2-8\nb,3,6,8,\n")
+    code, o, _ = run(capsys, "info", str(src), "--json")
+    assert code == 0 and json.loads(o)["peak_live_load"] == 8 and json.loads(o)["buffers_with_gaps"] == 1
+
+
 @pytest.mark.parametrize("argv, message", [
     (["solve", "missing.csv"], "optplan: error: missing.csv: no such file\n"),
     (["solve", "p.txt"], "optplan: error: p.txt: unknown extension '.txt'; use .csv (MiniMalloc) or .json (optplan)\n"),

@@ -50,10 +50,20 @@ def test_csv_crlf_inclusive_and_optional_columns(tmp_path: Path) -> None:
     assert (y.start, y.end, y.hint_offset, y.fixed_offset) == (3, 4, 8, 16)
 
 
+@pytest.mark.parametrize("header", ["buffer,start,end,size", "buffer_id,begin,end,size", "id,lower,end,size"])
+def test_csv_minimalloc_header_spellings(tmp_path: Path, header: str) -> None:
+    """MiniMalloc reads these spellings; an ``end`` column is inclusive whatever starts the span."""
+    f = tmp_path / "p.csv"
+    f.write_text(f"{header}\nx,2,4,8\n")
+    (x,) = read_problem(f).buffers
+    assert (x.id, x.start, x.end, x.size) == ("x", 2, 5, 8)
+
+
 @pytest.mark.parametrize("content, message", [
     ("", "p.csv: empty file (expected a header line 'id,lower,upper,size')"),
-    ("id,lower,size\n", "p.csv: missing required column(s) lower,upper (header: id,lower,size)"),
+    ("id,lower,size\n", "p.csv: missing required column(s) upper (header: id,lower,size)"),
     ("id,lower,upper,size,colour\n", "p.csv: unknown column(s) colour"),
+    ("id,lower,begin,upper,size\n", "p.csv: column(s) lower, begin name the same field twice"),
     ("id,lower,upper,size\na,0,2,lots\n", "p.csv: line 2 (buffer 'a'): field 'size': not an integer: 'lots'"),
     ("id,lower,upper,size\na,0,2,4,9\n", "p.csv: line 2: more fields than columns"),
     ("id,lower,upper,size\na,2,2,4\n", "p.csv: buffer 'a': field 'end': lifetime [2, 2) is empty (start must be < end)"),

@@ -1,43 +1,51 @@
 """MiniMalloc's CSV format: ``id,lower,upper,size`` problems, ``...,offset`` solutions.
 
-``lower,upper`` are half-open; the alternative ``begin,end`` columns have an inclusive end and
-are converted here. Optional columns: ``alignment``, ``hint`` (a suggested offset), ``offset``
-(a fixed offset in a problem; the solution in a plan). Lines may end in LF or CRLF; we write LF,
-since MiniMalloc's own reader rejects CRLF.
+``lower,upper`` are half-open; an ``end`` column is inclusive and converted here. Header spellings
+MiniMalloc accepts are read too: ``begin``/``start`` for ``lower``, ``buffer``/``buffer_id`` for ``id``. Optional columns: ``alignment``, ``hint`` (a suggested offset), ``offset``
+(a fixed offset in a problem; the solution in a plan), ``gaps``: space-separated entries
+``lo-hi`` (inactive then) or ``lo-hi@wlo:whi`` (only bytes ``[offset+wlo, offset+whi)`` in use),
+with ``hi`` inclusive under an ``end`` header as ``end`` is (MiniMalloc's converter reads
+them so). Lines may end in LF or CRLF; we write LF, since MiniMalloc's own reader rejects CRLF.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 
 from optplan.errors import FormatError, ProblemError
 from optplan.plan import Placement, Plan
-from optplan.problem import Buffer, Memory, Problem
+from optplan.problem import Buffer, Gap, Memory, Problem
 
-_KNOWN = {"id", "lower", "upper", "begin", "end", "size", "alignment", "hint", "offset", "gaps"}
+_KNOWN = {"id", "lower", "upper", "size", "alignment", "hint", "offset", "gaps"}
+_ALIASES = {"begin": "lower", "start": "lower", "end": "upper", "buffer": "id", "buffer_id": "id"}  # as MiniMalloc reads them
+_GAP = re.compile(r"(-?\d+)-(-?\d+)(?:@(-?\d+):(-?\d+))?")
 
 
-def _rows(text: str, source: str) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+def _rows(text: str, source: str) -> tuple[list[str], list[tuple[int, dict[str, str]]], bool]:
+    """Canonical column names, (line, row) pairs keyed by them, and whether ``end`` is inclusive."""
     reader = csv.DictReader(io.StringIO(text, newline=""))
     header = [h.strip() for h in (reader.fieldnames or [])]
     if not header:
         raise FormatError(f"{source}: empty file (expected a header line 'id,lower,upper,size')")
-    reader.fieldnames = header
-    missing = [c for c in ("id", "size") if c not in header]
-    if not ({"lower", "upper"} <= set(header) or {"begin", "end"} <= set(header)):
-        missing.append("lower,upper")
-    if missing:
-        raise FormatError(f"{source}: missing required column(s) {', '.join(missing)} (header: {','.join(header)})")
-    unknown = [c for c in header if c not in _KNOWN]
+    canonical = [_ALIASES.get(c, c) for c in header]
+    unknown = [c for c, k in zip(header, canonical) if k not in _KNOWN]
     if unknown:
         raise FormatError(f"{source}: unknown column(s) {', '.join(unknown)}")
+    twice = [c for c, k in zip(header, canonical) if canonical.count(k) > 1]
+    if twice:
+        raise FormatError(f"{source}: column(s) {', '.join(twice)} name the same field twice")
+    missing = [c for c in ("id", "lower", "upper", "size") if c not in canonical]
+    if missing:
+        raise FormatError(f"{source}: missing required column(s) {', '.join(missing)} (header: {','.join(header)})")
+    reader.fieldnames = canonical
     rows = []
     for row in reader:
         if None in row:
             raise FormatError(f"{source}: line {reader.line_num}: more fields than columns")
         rows.append((reader.line_num, {k: (v or "").strip() for k, v in row.items()}))
-    return header, rows
+    return canonical, rows, "end" in header
 
 
 def _int(row: dict[str, str], field: str, line: int, source: str, optional: bool = False) -> int | None:
@@ -50,22 +58,33 @@ def _int(row: dict[str, str], field: str, line: int, source: str, optional: bool
         raise FormatError(f"{source}: line {line} (buffer {row.get('id', '')!r}): field '{field}': not an integer: {text!r}") from None
 
 
+def _gaps(row: dict[str, str], line: int, source: str, inclusive: bool) -> tuple[Gap, ...]:
+    out = []
+    for entry in row.get("gaps", "").split():
+        m = _GAP.fullmatch(entry)
+        if m is None:
+            raise FormatError(f"{source}: line {line} (buffer {row.get('id', '')!r}): field 'gaps': "
+                              f"malformed entry {entry!r} (expected lo-hi or lo-hi@wlo:whi)")
+        window = None if m[3] is None else (int(m[3]), int(m[4]))
+        out.append(Gap(int(m[1]), int(m[2]) + inclusive, window))
+    return tuple(out)
+
+
+def _gaps_text(b: Buffer) -> str:
+    return " ".join(f"{g.start}-{g.end}" + ("" if g.window is None else f"@{g.window[0]}:{g.window[1]}") for g in b.gaps)
+
+
 def problem_from_csv(text: str, source: str = "<csv>") -> Problem:
-    header, rows = _rows(text, source)
-    inclusive = "lower" not in header
+    _, rows, inclusive = _rows(text, source)
     buffers = []
     for line, row in rows:
-        if row.get("gaps"):
-            raise FormatError(f"{source}: line {line} (buffer {row['id']!r}): field 'gaps': gaps are not supported yet")
-        if inclusive:
-            start, end = _int(row, "begin", line, source), _int(row, "end", line, source) + 1  # type: ignore[operator]
-        else:
-            start, end = _int(row, "lower", line, source), _int(row, "upper", line, source)
+        start, end = _int(row, "lower", line, source), _int(row, "upper", line, source) + inclusive  # type: ignore[operator]
         buffers.append(Buffer(
             row["id"], _int(row, "size", line, source), start, end,  # type: ignore[arg-type]
             alignment=_int(row, "alignment", line, source, optional=True) or 1,
             fixed_offset=_int(row, "offset", line, source, optional=True),
             hint_offset=_int(row, "hint", line, source, optional=True),
+            gaps=_gaps(row, line, source, inclusive),
         ))
     try:
         return Problem(tuple(buffers), (Memory("mem"),), metadata={"source": source})
@@ -76,31 +95,34 @@ def problem_from_csv(text: str, source: str = "<csv>") -> Problem:
 def problem_to_csv(problem: Problem) -> str:
     if len(problem.memories) != 1 or problem.relative:
         raise FormatError("MiniMalloc CSV holds single-memory problems without relative placements; use .json")
-    extra = [c for c, f in (("alignment", "alignment"), ("hint", "hint_offset"), ("offset", "fixed_offset"))
-             if any(getattr(b, f) not in (None, 1) for b in problem.buffers)]
+    columns = {"alignment": ("alignment", 1), "hint": ("hint_offset", None), "gaps": ("gaps", ()),
+               "offset": ("fixed_offset", None)}  # column -> (field, default): written when some buffer differs
+    extra = [c for c, (f, default) in columns.items() if any(getattr(b, f) != default for b in problem.buffers)]
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(["id", "lower", "upper", "size", *extra])
-    fields = {"alignment": "alignment", "hint": "hint_offset", "offset": "fixed_offset"}
     for b in problem.buffers:
-        w.writerow([b.id, b.start, b.end, b.size, *["" if getattr(b, fields[c]) is None else getattr(b, fields[c]) for c in extra]])
+        cells = [_gaps_text(b) if c == "gaps" else getattr(b, columns[c][0]) for c in extra]
+        w.writerow([b.id, b.start, b.end, b.size, *["" if v is None else v for v in cells]])
     return out.getvalue()
 
 
 def plan_to_csv(problem: Problem, plan: Plan) -> str:
-    """The solution as MiniMalloc writes it: ``id,lower,upper,size,offset``."""
+    """The solution as MiniMalloc writes it: ``id,lower,upper,size,offset`` (``gaps`` before
+    ``offset`` when some buffer has gaps)."""
     if len(problem.memories) != 1:
         raise FormatError("a MiniMalloc CSV plan holds one memory; write the plan as .json")
+    gaps = any(b.gaps for b in problem.buffers)
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
-    w.writerow(["id", "lower", "upper", "size", "offset"])
+    w.writerow(["id", "lower", "upper", "size", *(["gaps"] if gaps else []), "offset"])
     for b in problem.buffers:
-        w.writerow([b.id, b.start, b.end, b.size, plan.placements[b.id].offset])
+        w.writerow([b.id, b.start, b.end, b.size, *([_gaps_text(b)] if gaps else []), plan.placements[b.id].offset])
     return out.getvalue()
 
 
 def placements_from_csv(text: str, memory: str, source: str = "<csv>") -> dict[str, Placement]:
-    header, rows = _rows(text, source)
+    header, rows, _ = _rows(text, source)
     if "offset" not in header:
         raise FormatError(f"{source}: missing required column offset (a plan CSV is id,lower,upper,size,offset)")
     return {row["id"]: Placement(memory, _int(row, "offset", line, source)) for line, row in rows}  # type: ignore[misc]

@@ -12,7 +12,7 @@ import jsonschema
 
 from optplan.errors import FormatError, ProblemError
 from optplan.plan import Placement, Plan
-from optplan.problem import Buffer, Memory, Problem, RelativePlacement
+from optplan.problem import Buffer, Gap, Memory, Problem, RelativePlacement
 
 VERSION = 1
 
@@ -57,7 +57,8 @@ def problem_from_json(text: str, source: str = "<json>") -> Problem:
     _check(doc, "problem", source)
     try:
         memories = tuple(Memory(**m) for m in doc.get("memories", [{"name": "mem"}]))
-        buffers = tuple(Buffer(**{**b, **{k: tuple(b[k]) for k in ("allowed", "blocked") if k in b}})
+        buffers = tuple(Buffer(**{**b, **{k: tuple(b[k]) for k in ("allowed", "blocked") if k in b},
+                                  **({"gaps": tuple(Gap(**g) for g in b["gaps"])} if "gaps" in b else {})})
                         for b in doc["buffers"])
         relative = tuple(RelativePlacement(**r) for r in doc.get("relative", []))
         return Problem(buffers, memories, relative, doc.get("metadata", {}))
@@ -73,6 +74,9 @@ def problem_to_json(problem: Problem) -> str:
         for k in ("allowed", "blocked"):
             if k in d:
                 d[k] = list(d[k])
+        if b.gaps:
+            d["gaps"] = [{"start": g.start, "end": g.end, **({} if g.window is None else {"window": list(g.window)})}
+                         for g in b.gaps]
         buffers.append(d)
     doc = {
         "format": "optplan-problem", "version": VERSION,

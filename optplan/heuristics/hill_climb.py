@@ -32,7 +32,7 @@ def _peak_units(problem: Problem, order: list[Unit], placements: dict) -> list[i
         if not u.pieces:
             continue
         p = placements[u.root]
-        top = p.offset + max(q[3] for q in u.pieces)
+        top = p.offset + u.top
         if top == peak[p.memory] and weights[p.memory]:
             out.append(i)
     return out

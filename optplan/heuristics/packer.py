@@ -243,7 +243,8 @@ class Packer:
         index = self.index[memory]
         for a, b, y0, y1 in unit.pieces:
             index.add(a, b, offset + y0, offset + y1)
-            self.top[memory] = max(self.top[memory], offset + y1)
+        if unit.pieces:
+            self.top[memory] = max(self.top[memory], offset + unit.top)
 
     def place_first_memory(self, unit: Unit, policy: Policy = "first") -> bool:
         """Place ``unit`` in the fastest memory where it fits; False if none."""

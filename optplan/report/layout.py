@@ -27,9 +27,10 @@ def draw_layout(problem: Problem, plan: Plan, path: str | Path, title: str | Non
             p = plan.placements.get(b.id)
             if p is None or p.memory != m or b.size == 0:
                 continue
-            y0, y1 = p.offset, p.offset + b.size
-            polys.append([(b.start, y0), (b.end, y0), (b.end, y1), (b.start, y1)])
-            colors.append(plt.cm.tab20(i % 20))
+            for t0, t1, y0, y1 in b.footprint():  # gaps leave holes, windows narrow bands
+                y0, y1 = p.offset + y0, p.offset + y1
+                polys.append([(t0, y0), (t1, y0), (t1, y1), (t0, y1)])
+                colors.append(plt.cm.tab20(i % 20))
         ax.add_collection(PolyCollection(polys, facecolors=colors, edgecolors="black", linewidths=0.2))
         curve = usage_curve(problem, plan.placements, m)
         if len(curve.times):

@@ -212,7 +212,9 @@ class PartModel:
         u = self.part.scaled[g[0]]
         opts = [m for m in u.memories if m in self.memories]
         big = max(self.room[m] for m in opts) + 1
-        gap = u.height if len(u.pieces) == 1 else 1
+        # one shared piece: stacked at least its height apart (not the unit's: zero-size members
+        # and gap windows make that larger); several pieces: distinct offsets
+        gap = u.pieces[0][3] - u.pieces[0][2] if len(u.pieces) == 1 else 1
 
         def key(i: int):
             lits = self.lit[i]

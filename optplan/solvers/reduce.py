@@ -181,12 +181,12 @@ def time_sections(units: Sequence[Unit]) -> list[list[Unit]]:
 def grid(units: Iterable[Unit]) -> int:
     """The largest g such that some optimal plan has every root offset a multiple of g.
 
-    gcd of member offsets, piece edges, low/high, fixed offsets and every alignment modulus > 1
+    gcd of member offsets, piece edges, low/high/top, fixed offsets and every alignment modulus > 1
     with its residue (capacities need not divide: they are rounded down to the grid).
     """
     g = 0
     for u in units:
-        g = math.gcd(g, u.low, u.high, *(rel for _, rel in u.members))
+        g = math.gcd(g, u.low, u.high, u.top, *(rel for _, rel in u.members))
         g = math.gcd(g, *(y for p in u.pieces for y in p[2:]))
         if u.fixed_offset is not None:
             g = math.gcd(g, u.fixed_offset)
@@ -207,14 +207,15 @@ def scale_unit(u: Unit, g: int) -> Unit:
         ms = max(m // g, 1) if m > 1 else 1
         modulus[mem] = (ms, (r // g) % ms if m > 1 else 0)
     return replace(u, members=tuple((b, rel // g) for b, rel in u.members), modulus=modulus,
-                   low=u.low // g, high=u.high // g,
+                   low=u.low // g, high=u.high // g, top=u.top // g,
                    fixed_offset=None if u.fixed_offset is None else u.fixed_offset // g,
                    pieces=tuple((a, b, y0 // g, y1 // g) for a, b, y0, y1 in u.pieces))
 
 
 def top(u: Unit) -> int:
-    """Highest used byte + 1 relative to the root (members without bytes do not count)."""
-    return max((p[3] for p in u.pieces), default=0)
+    """Highest byte + 1 of a member that stores bytes, relative to the root: what the peak
+    counts (``Unit.top``; a gap's window may leave it above every piece)."""
+    return u.top
 
 
 def conflict_pairs(units: Sequence[Unit]) -> np.ndarray:
@@ -267,7 +268,7 @@ def identical_groups(units: Sequence[Unit]) -> list[list[int]]:
     groups: dict[tuple, list[int]] = {}
     for i, u in enumerate(units):
         if u.fixed_offset is None:
-            key = (u.pieces, u.memories, tuple(sorted(u.modulus.items())), u.low, u.high)
+            key = (u.pieces, u.memories, tuple(sorted(u.modulus.items())), u.low, u.high, u.top)
             groups.setdefault(key, []).append(i)
     return [g for g in groups.values() if len(g) > 1]
 
