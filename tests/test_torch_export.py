@@ -2,7 +2,8 @@
 
 Every expected table below was worked out by hand from the printed decomposed graph (the node
 list is asserted too, so a change in torch's decomposition shows up as a clear failure rather
-than a silently different answer). Steps are node indices; lifetimes half-open.
+than a silently different answer). Steps are node indices, except that a control-flow node spans
+a window of its submodules' steps; lifetimes half-open.
 CI installs torch (extra ``optplan[torch]``); importorskip only spares local runs without it.
 """
 
@@ -12,6 +13,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from torch._higher_order_ops.map import map as hop_map
+from torch._higher_order_ops.scan import scan
+from torch._higher_order_ops.while_loop import while_loop
 from torch.export import Dim, export
 
 from optplan import planners
@@ -241,3 +245,247 @@ def test_training_graph_keeps_saved_activations_alive_into_backward():
     assert sorted(grads) == ["permute_5", "permute_8", "view", "view_1"]  # views of the storages below
     assert {"mm_1", "sum_4", "mm_2", "sum_5"} <= set(p.metadata["outputs"])
     assert all(t[g][2] == len(nodes) for g in ("mm_1", "sum_4", "mm_2", "sum_5"))
+
+
+# -- control flow: submodules' temporaries inside the node's window ----------------------------
+
+
+def _wide(y):  # 2 x 256-byte temporaries for a 128-byte operand
+    a = torch.cat([y, y])
+    b = a.sin()
+    return b[:4] * b[4:]
+
+
+def _narrow(y):  # 128-byte temporaries
+    return y.cos() - 1
+
+
+class Branches(torch.nn.Module):
+    def forward(self, x):
+        y = x + 1
+        return torch.cond(x.sum() > 0, _wide, _narrow, (y,)) * y
+
+
+class Loop(torch.nn.Module):
+    def forward(self, i, x):
+        def body(i, x):
+            y = torch.cat([x, x]).sin()
+            return i + 1, y[:4] + y[4:]
+        return while_loop(lambda i, x: i < 3, body, (i, x))
+
+
+class NestedLoop(torch.nn.Module):
+    def forward(self, i, x):
+        def body(i, x):
+            return i + 1, torch.cond(x.sum() > 0, _wide, _narrow, (x,)) * 2
+        return while_loop(lambda i, x: i < 3, body, (i, x))
+
+
+class Mapped(torch.nn.Module):
+    def forward(self, xs, y):
+        return hop_map(lambda x, y: (x * y).sin() + 1, xs, y)
+
+
+class Scanned(torch.nn.Module):
+    def forward(self, init, xs):
+        def step(c, x):
+            n = c * x.sin()
+            return n + 1, n.cos()
+        return scan(step, init, xs)
+
+
+def _loads(p):
+    return [sum(b.size for b in p.buffers if b.start <= t < b.end) for t in range(p.metadata["steps"])]
+
+
+def _subgraph_nodes(ep, *path):
+    gm = ep.graph_module
+    for attr in path:
+        gm = getattr(gm, attr)
+    return [n.name for n in gm.graph.nodes]
+
+
+def test_cond_branches_get_disjoint_windows_and_the_peak_is_the_larger_branch():
+    ep = _export(Branches(), (torch.randn(4, 8),))
+    assert _nodes(ep) == ["x", "add", "sum_1", "gt", "true_graph_0", "false_graph_0", "cond", "getitem",
+                          "mul", "output"]
+    assert _subgraph_nodes(ep, "true_graph_0") == ["add", "cat", "sin", "slice_1", "slice_2", "mul", "output"]
+    assert _subgraph_nodes(ep, "false_graph_0") == ["add", "cos", "sub", "output"]
+    p = problem_from_program(ep, decompose=False)
+    # steps 0-5 are the nodes before cond; cond's window is [6, 13): the true branch's 5 calls at
+    # 6-10, the false branch's 2 at 11-12; getitem 13, mul 14, output 15
+    assert p.metadata["control_flow"] == [{"node": "cond", "op": "cond", "steps": [6, 13], "submodules": {
+        "true_graph_0": [6, 11], "false_graph_0": [11, 13]}}]
+    assert p.metadata["steps"] == 16 and "not_modeled" not in p.metadata
+    assert _table(p) == {
+        "x": (128, 0, 3),
+        "add": (128, 1, 15),  # cond's operand (the branches' placeholder): live across the window
+        "sum_1": (4, 2, 4),
+        "gt": (1, 3, 13),  # the predicate, an operand too
+        "getitem": (128, 6, 15),  # cond's output: its own storage, from the window's first step
+        "cond/true_graph_0/cat": (256, 6, 8),
+        "cond/true_graph_0/sin": (256, 7, 11),  # read through slice_1/slice_2 (views) by mul at 10
+        "cond/true_graph_0/mul": (128, 10, 11),  # the branch's output, copied out at its window's end
+        "cond/false_graph_0/cos": (128, 11, 13),
+        "cond/false_graph_0/sub": (128, 12, 13),
+        "mul": (128, 14, 16),
+    }
+    loads = _loads(p)
+    outer = 128 + 1 + 128  # add, gt, cond's output
+    assert loads[6:11] == [outer + 256, outer + 256 + 256, outer + 256, outer + 256, outer + 256 + 128]
+    assert loads[11:13] == [outer + 128, outer + 128 + 128]
+    # only one branch runs: the bound holds the larger branch on top of the outer set, not both
+    true_peak, false_peak = 512, 256
+    bound = lower_bounds(problem_from_program(ep, decompose=False, alignment=1)).lower["mem"]
+    assert max(loads) == bound == outer + max(true_peak, false_peak) < outer + true_peak + false_peak
+
+
+def test_while_loop_models_one_iteration_with_carried_values_in_the_outputs():
+    ep = _export(Loop(), (torch.tensor(0), torch.randn(4, 8)))
+    assert _nodes(ep) == ["i", "x", "while_loop_cond_graph_0", "while_loop_body_graph_0", "while_loop",
+                          "getitem", "getitem_1", "output"]
+    assert _subgraph_nodes(ep, "while_loop_cond_graph_0") == ["arg0_1", "arg1_1", "lt", "output"]
+    assert _subgraph_nodes(ep, "while_loop_body_graph_0") == ["arg0_1", "arg1_1", "cat", "sin", "add", "slice_1",
+                                                              "slice_2", "add_1", "output"]
+    p = problem_from_program(ep, decompose=False)
+    assert p.metadata["control_flow"] == [{"node": "while_loop", "op": "while_loop", "steps": [4, 11], "submodules": {
+        "while_loop_cond_graph_0": [4, 5], "while_loop_body_graph_0": [5, 11]}}]
+    body = "while_loop/while_loop_body_graph_0/"
+    assert _table(p) == {
+        "i": (8, 0, 11), "x": (128, 0, 11),  # the operands: live across the window, never overwritten
+        "getitem": (8, 4, 14), "getitem_1": (128, 4, 14),  # the carried slots = the loop's outputs
+        "while_loop/while_loop_cond_graph_0/lt": (1, 4, 5),
+        body + "cat": (256, 5, 7),
+        body + "sin": (256, 6, 11),
+        body + "add": (8, 7, 11),  # next i: computed out of place, copied into its slot at 10
+        body + "add_1": (128, 10, 11),  # next x, likewise: never on top of the slot it reads
+    }
+    loads = _loads(p)
+    outer = 8 + 128 + 8 + 128  # operands + slots
+    assert loads[4] == outer + 1
+    assert loads[5:11] == [outer + 256, outer + 512, outer + 256 + 8, outer + 256 + 8, outer + 256 + 8,
+                           outer + 256 + 8 + 128]
+
+
+def test_cond_nested_in_a_while_loop_body():
+    ep = _export(NestedLoop(), (torch.tensor(0), torch.randn(4, 8)))
+    assert _subgraph_nodes(ep, "while_loop_body_graph_0") == [
+        "arg0_1", "arg1_1", "add", "sum_1", "gt", "true_graph_0", "false_graph_0", "cond", "getitem", "mul", "output"]
+    p = problem_from_program(ep, decompose=False)
+    w, body = "while_loop/while_loop_cond_graph_0/", "while_loop/while_loop_body_graph_0/"
+    assert p.metadata["control_flow"] == [
+        {"node": "while_loop", "op": "while_loop", "steps": [4, 17],
+         "submodules": {"while_loop_cond_graph_0": [4, 5], "while_loop_body_graph_0": [5, 17]}},
+        {"node": body + "cond", "op": "cond", "steps": [8, 15],
+         "submodules": {"true_graph_0": [8, 13], "false_graph_0": [13, 15]}}]
+    assert _table(p) == {
+        "i": (8, 0, 17), "x": (128, 0, 17), "getitem": (8, 4, 20), "getitem_1": (128, 4, 20),
+        w + "lt": (1, 4, 5),
+        body + "add": (8, 5, 17),
+        body + "sum_1": (4, 6, 8), body + "gt": (1, 7, 15),
+        body + "getitem": (128, 8, 17),  # the inner cond's output, read by mul at 16
+        body + "cond/true_graph_0/cat": (256, 8, 10), body + "cond/true_graph_0/sin": (256, 9, 13),
+        body + "cond/true_graph_0/mul": (128, 12, 13),
+        body + "cond/false_graph_0/cos": (128, 13, 15), body + "cond/false_graph_0/sub": (128, 14, 15),
+        body + "mul": (128, 16, 17),
+    }
+    loads = _loads(p)
+    outer = 8 + 128 + 8 + 128 + 8 + 1 + 128  # operands, slots, next i, the predicate, cond's output
+    assert loads[8:13] == [outer + 256, outer + 512, outer + 256, outer + 256, outer + 256 + 128]
+    assert loads[13:15] == [outer + 128, outer + 256]
+
+
+def test_map_and_scan_model_one_application():
+    ep = _export(Mapped(), (torch.randn(3, 8), torch.randn(8)))
+    assert _nodes(ep) == ["xs", "y", "body_graph_0", "map_impl", "getitem", "output"]
+    p = problem_from_program(ep, decompose=False)
+    assert p.metadata["control_flow"][0]["submodules"] == {"body_graph_0": [3, 6]}
+    assert _table(p) == {
+        "xs": (96, 0, 6), "y": (32, 0, 6),  # the slice xs[i] is a view of xs: no storage of its own
+        "getitem": (96, 3, 8),  # the stacked output, filled one slice per application
+        "map_impl/body_graph_0/mul": (32, 3, 5), "map_impl/body_graph_0/sin": (32, 4, 6),
+        "map_impl/body_graph_0/add": (32, 5, 6),
+    }
+    ep = _export(Scanned(), (torch.randn(4), torch.randn(3, 4)))
+    assert _nodes(ep) == ["init", "xs", "scan_combine_graph_0", "scan", "getitem", "getitem_1", "output"]
+    p = problem_from_program(ep, decompose=False)
+    body = "scan/scan_combine_graph_0/"
+    assert _table(p) == {
+        "init": (16, 0, 7), "xs": (48, 0, 7),
+        "getitem": (16, 3, 10), "getitem_1": (48, 3, 10),  # the carry's slot, the stacked ys
+        body + "sin": (16, 3, 5), body + "mul": (16, 4, 7), body + "add": (16, 5, 7), body + "cos": (16, 6, 7),
+    }
+
+
+
+@torch.compiler.nested_compile_region
+def _block(x):
+    return (x * 2).sin()
+
+
+class Shared(torch.nn.Module):
+    def forward(self, x):
+        return _block(_block(x) + 1)
+
+
+def test_a_subgraph_shared_by_two_calls_is_walked_once_per_call():
+    ep = export(Shared(), (torch.randn(4),), strict=True).run_decompositions()  # strict: invoke_subgraph
+    assert _nodes(ep) == ["x", "repeated_subgraph0", "invoke_subgraph", "getitem", "add", "repeated_subgraph0_1",
+                          "invoke_subgraph_1", "getitem_1", "output"]
+    assert _subgraph_nodes(ep, "repeated_subgraph0") == ["arg0_1", "mul", "sin", "output"]
+    p = problem_from_program(ep, decompose=False)
+    assert [w["steps"] for w in p.metadata["control_flow"]] == [[2, 4], [7, 9]]
+    assert _table(p) == {
+        "x": (16, 0, 4), "getitem": (16, 2, 6), "add": (16, 5, 9), "getitem_1": (16, 7, 11),
+        "invoke_subgraph/repeated_subgraph0/mul": (16, 2, 4), "invoke_subgraph/repeated_subgraph0/sin": (16, 3, 4),
+        "invoke_subgraph_1/repeated_subgraph0/mul": (16, 7, 9), "invoke_subgraph_1/repeated_subgraph0/sin": (16, 8, 9),
+    }
+
+
+@pytest.mark.parametrize("module,args", [(Branches(), (torch.randn(4, 8),)),
+                                         (Loop(), (torch.tensor(0), torch.randn(4, 8)))])
+def test_outside_control_flow_windows_torchs_curve_still_matches(module, args):
+    ep = _export(module, args)
+    p = problem_from_program(ep, decompose=False)
+    eager = eager_live_peak(ep, args, decompose=False)["curve"]  # one value per top-level node
+    windows = {w["node"]: w["steps"] for w in p.metadata["control_flow"]}
+    ours, t = _loads(p), 0
+    for k, n in enumerate(ep.graph.nodes):
+        if n.name in windows:
+            assert windows[n.name][0] == t
+            t = windows[n.name][1]
+            continue
+        if n.op != "placeholder":
+            assert ours[t] == eager[k], n.name
+        t += 1
+    assert t == p.metadata["steps"]
+
+
+def test_an_unhandled_higher_order_operator_is_named_as_not_modeled():
+    class Printing(torch.nn.Module):
+        def forward(self, x):
+            torch._higher_order_ops.print("x = {x}", x=x)
+            return x.sin()
+
+    ep = _export(Printing(), (torch.randn(4),))
+    p = problem_from_program(ep, decompose=False)
+    assert "with_effects" in p.metadata["not_modeled"] and "control_flow" not in p.metadata
+
+
+def test_control_flow_program_through_the_cli(tmp_path, capsys):
+    args = (torch.tensor(0), torch.randn(4, 8))
+    ep = export(NestedLoop(), args)
+    path = tmp_path / "loop.pt2"
+    torch.export.save(ep, str(path))
+    direct = problem_from_program(ep)
+    assert _table(extract(path)) == _table(direct)  # the submodules survive serialization
+    problem, plan = tmp_path / "loop.json", tmp_path / "plan.json"
+    assert main(["extract", str(path), "-o", str(problem)]) == 0
+    written = read_problem(problem)
+    assert _table(written) == _table(direct) and written.metadata["control_flow"] == direct.metadata["control_flow"]
+    assert main(["solve", str(problem), "--planner", "greedy-size", "-o", str(plan)]) == 0
+    capsys.readouterr()
+    assert main(["validate", str(problem), str(plan)]) == 0
+    assert "VALID" in capsys.readouterr().out
+    solved = planners.solve(written, "greedy-size")
+    assert solved.found and solved.peak["mem"] >= lower_bounds(written).lower["mem"] >= max(_loads(written))

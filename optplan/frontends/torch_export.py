@@ -20,8 +20,12 @@ Training: a joint forward + backward program (``torch.export.experimental.
 _export_forward_backward``) is one graph, so activations saved for backward simply live until
 their last backward use, and gradients are outputs.
 
-Lifetimes are half-open ``[producer, last use + 1)`` with steps numbered over all graph nodes.
-torch is imported lazily: only this module needs it.
+Lifetimes are half-open ``[producer, last use + 1)`` with steps numbered over all graph nodes,
+except that a control-flow node (``torch.cond``, ``while_loop``, ``map``, ``scan``,
+``invoke_subgraph``) spans a window of steps in which its submodules' own nodes run, so their
+temporaries are planned too (``_Walk`` says how; ``metadata['control_flow']`` lists each
+window and its sub-windows). Without control flow a step is a node index. torch is imported
+lazily: only this module needs it.
 """
 
 from __future__ import annotations
@@ -81,15 +85,15 @@ def problem_from_program(ep: ExportedProgram, *, plan_inputs: bool = True, plan_
     """One buffer per planned storage of ``ep`` (decomposed to core ATen first by default)."""
     if decompose:
         ep = ep.run_decompositions()
-    storages = _storages(ep, plan_inputs, plan_outputs)
+    walk = _walk_program(ep, plan_inputs, plan_outputs)
+    storages = walk.storages
     planned = [s for s in storages if s.planned and s.size > 0]
     buffers = tuple(Buffer(s.id, s.size, s.start, s.end) for s in planned)
-    steps = len(ep.graph.nodes)
     import torch
 
     metadata: dict[str, object] = {
         "frontend": "torch.export", "torch": torch.__version__.split("+")[0],
-        "steps": steps, "plan_inputs": plan_inputs, "plan_outputs": plan_outputs,
+        "steps": walk.steps, "plan_inputs": plan_inputs, "plan_outputs": plan_outputs,
         "inputs": [s.id for s in planned if s.kind == "input"],
         "outputs": [s.id for s in planned if s.kind == "output"],
         "mutable_buffers": [s.id for s in planned if s.kind == "mutable_buffer"],
@@ -100,85 +104,49 @@ def problem_from_program(ep: ExportedProgram, *, plan_inputs: bool = True, plan_
     bounds = _dynamic_bounds(ep)
     if bounds:
         metadata["dynamic_upper_bounds"] = bounds
-    if any(isinstance(n.target, torch._ops.HigherOrderOperator) for n in ep.graph.nodes):
-        metadata["not_modeled"] = "temporaries inside control-flow submodules (cond, while_loop, map)"
+    if walk.windows:
+        metadata["control_flow"] = walk.windows
+    if walk.opaque:
+        metadata["not_modeled"] = ("temporaries inside higher-order operators treated as single opaque ops "
+                                   f"(their outputs are planned at their step): {', '.join(sorted(walk.opaque))}")
     return Problem(buffers, (Memory("mem", alignment=alignment),), (), metadata)
 
 
 # -- the walk ----------------------------------------------------------------------------------
 
-def _storages(ep: ExportedProgram, plan_inputs: bool, plan_outputs: bool) -> list[_Storage]:
+def _walk_program(ep: ExportedProgram, plan_inputs: bool, plan_outputs: bool) -> _Walk:
     import torch
     from torch.export.graph_signature import InputKind, OutputKind
 
     sig = ep.graph_signature
-    nodes = list(ep.graph.nodes)
-    steps = len(nodes)
+    gm = ep.graph_module
+    steps = _width(gm, top=True)
     input_kind = {s.arg.name: s for s in sig.input_specs if hasattr(s.arg, "name")}
     mutated_buffers = set(sig.buffers_to_mutate.values())
     mutated_inputs = set(sig.user_inputs_to_mutate.values())
     output_kind = {s.arg.name: s.kind for s in sig.output_specs if hasattr(s.arg, "name")}
-    ranges = ep.range_constraints
-
-    storages: list[_Storage] = []
+    walk = _Walk(ep.range_constraints)
     of: dict[str, list[_Storage | None]] = {}  # node name -> storage per tensor element
-    claimed: dict[str, dict[int, str]] = {}  # multi-output node -> element -> first getitem name
-
-    def new(node: torch.fx.Node, val: Any, kind: str, planned: bool, start: int, end: int,
-            suffix: str = "") -> _Storage:
-        s = _Storage(node.name + suffix, _storage_bytes(val, ranges, node.name), start, end, planned, kind)
-        storages.append(s)
-        return s
-
-    def use(n: torch.fx.Node, i: int) -> None:
-        for s in of.get(n.name, ()):
-            if s is not None:
-                s.end = max(s.end, i + 1)
-
-    for i, node in enumerate(nodes):
+    t = 0
+    for node in ep.graph.nodes:
         val = node.meta.get("val")
         if node.op == "placeholder":
+            t += 1
             spec = input_kind.get(node.name)
             if not isinstance(val, torch.Tensor) or spec is None:
                 of[node.name] = [None]
                 continue
             if spec.kind == InputKind.USER_INPUT:
-                s = new(node, val, "input", plan_inputs, 0, 1)
+                s = walk.new(node.name, val, "input", plan_inputs, 0, 1)
                 if node.name in mutated_inputs:
                     s.end = steps  # written back at the end
             elif spec.kind == InputKind.BUFFER and spec.target in mutated_buffers:
-                s = new(node, val, "mutable_buffer", True, 0, steps)
+                s = walk.new(node.name, val, "mutable_buffer", True, 0, steps)
             else:  # parameters, constants, read-only buffers: not planned
-                s = new(node, val, "constant", False, 0, 1)
+                s = walk.new(node.name, val, "constant", False, 0, 1)
             of[node.name] = [s]
-        elif node.op == "call_function" and node.target is operator.getitem:
-            src, k = node.args[0], node.args[1]
-            elems = of.get(src.name, [])
-            s = elems[k] if isinstance(k, int) and k < len(elems) else None
-            of[node.name] = [s]
-            if s is not None:
-                claimed.setdefault(src.name, {}).setdefault(k, node.name)
-                s.end = max(s.end, i + 1)
-        elif node.op == "call_function":
-            for a in _input_nodes(node):
-                use(a, i)
-            vals = list(val) if isinstance(val, (tuple, list)) else [val]
-            alias_of = _aliased_args(node)
-            elems: list[_Storage | None] = []
-            for j, v in enumerate(vals):
-                if not isinstance(v, torch.Tensor):
-                    elems.append(None)
-                elif j in alias_of or -1 in alias_of:  # -1: every element of a list return
-                    src = alias_of.get(j, alias_of.get(-1))
-                    s = of.get(src.name, [None])[0] if isinstance(src, torch.fx.Node) else None
-                    if s is not None:
-                        s.end = max(s.end, i + 1)
-                    elems.append(s)
-                else:
-                    suffix = f".{j}" if isinstance(val, (tuple, list)) else ""
-                    elems.append(new(node, v, "intermediate", True, i, i + 1, suffix))
-            of[node.name] = elems
         elif node.op == "output":
+            t += 1
             for a in _input_nodes(node):
                 kind = output_kind.get(a.name, OutputKind.USER_OUTPUT)
                 for s in of.get(a.name, ()):
@@ -191,15 +159,227 @@ def _storages(ep: ExportedProgram, plan_inputs: bool, plan_outputs: bool) -> lis
                         s.kind = "output" if s.kind == "intermediate" else s.kind
                         if not plan_outputs:
                             s.planned = False
-        else:  # get_attr (submodules, lifted constants): not planned
-            of[node.name] = [None]
+        else:
+            t = walk.step(gm, node, "", t, of, top=True)
+    assert t == steps, (t, steps)
+    walk.steps = steps
+    walk.name_claimed()
+    return walk
 
-    # name multi-output storages after the getitem that claims them
-    for s in storages:
-        base, _, k = s.id.rpartition(".")
-        if base in claimed and k.isdigit() and int(k) in claimed[base]:
-            s.id = claimed[base][int(k)]
-    return storages
+
+class _Walk:
+    """Storages created while walking the program in execution order; ``step`` advances the step
+    counter over one node (a control-flow node: over its whole window, walking its submodules).
+
+    Control flow (``cond``, ``while_loop``, ``map_impl``, ``scan``, and ``invoke_subgraph``, a
+    called subgraph, which strict export shares between its calls) is modelled as a runtime
+    that runs the submodules out of the same arena as the enclosing graph:
+
+    - the node's single step becomes a window: its submodules' steps one after another, each in
+      its own sub-window (nested control flow recursively). Operands, and every outer storage
+      live across the node, are used at the window's last step, so they are live throughout;
+    - submodule placeholders alias what they are bound to, never new storage: the operands (for
+      ``map``/``scan`` the mapped slice ``xs[i]`` is a view of ``xs``), or for loop-carried
+      values the node's own output (below);
+    - the node's outputs are storages of their own, live across the whole window (from its
+      first step); a submodule's outputs are temporaries live to the end of their sub-window,
+      where they are copied into the node's outputs. Conservative: a runtime that instead
+      returns the submodule's output storage as the node's (eager torch) holds a subset of
+      these bytes at every step, and any plan of this model gives one for it (put the aliased
+      storage where the node's output is);
+    - ``cond``: the two branches get consecutive, disjoint sub-windows, so their temporaries may
+      share bytes. Exact: only one branch runs, and both see the same outer live set (the
+      window's), so the plan must hold max(true, false) on top of it, never the sum;
+    - ``while_loop``: one iteration is modelled, ``cond_fn`` then ``body_fn``: every iteration
+      reuses the same space, so the iteration count (unknown statically) does not matter. The
+      carried values live in the node's outputs (slots holding the current iteration's values,
+      initialised from the operands, which stay untouched; with zero iterations they hold
+      copies, as eager returns clones); both submodules read the slots. ``body_fn``'s results
+      are temporaries copied into the slots at the end of the body, so a new value is never
+      placed on top of the value it is computed from. Eager torch holds the same count (the
+      operands, the previous iteration's results, the new ones); a runtime that updates in
+      place needs less, which this model does not assume;
+    - ``map_impl``: one application of the body; its results are copied into their slice of
+      the node's stacked outputs (ExecuTorch's ``et_copy_index``). Not conservative for eager
+      torch, which keeps every application's results and stacks them at the end. ``scan``: as
+      ``map``, with the carry as in ``while_loop``. ``invoke_subgraph``: one call.
+
+    Submodule storages are named ``<node>/<submodule attribute>/<its node>``. Any other
+    higher-order operator is treated as a single opaque op (outputs planned at its step) and
+    named in ``not_modeled``. In submodules only calls take steps (placeholders, ``get_attr``
+    and output are free); in the top graph every node takes one.
+    """
+
+    def __init__(self, ranges: dict) -> None:
+        self.ranges = ranges
+        self.storages: list[_Storage] = []
+        self.claimed: dict[str, dict[int, str]] = {}  # multi-output node -> element -> first getitem
+        self.windows: list[dict[str, Any]] = []
+        self.opaque: set[str] = set()
+        self.steps = 0
+
+    def new(self, name: str, val: Any, kind: str, planned: bool, start: int, end: int) -> _Storage:
+        s = _Storage(name, _storage_bytes(val, self.ranges, name), start, end, planned, kind)
+        self.storages.append(s)
+        return s
+
+    @staticmethod
+    def use(of: dict[str, list[_Storage | None]], n: torch.fx.Node, i: int) -> None:
+        for s in of.get(n.name, ()):
+            if s is not None:
+                s.end = max(s.end, i + 1)
+
+    def step(self, gm: torch.fx.GraphModule, node: torch.fx.Node, prefix: str, t: int,
+             of: dict[str, list[_Storage | None]], top: bool) -> int:
+        import torch
+
+        if node.op != "call_function":  # get_attr (submodules, lifted constants): not planned
+            of[node.name] = [None]
+            return t + 1 if top else t
+        val = node.meta.get("val")
+        if node.target is operator.getitem:
+            src, k = node.args[0], node.args[1]
+            elems = of.get(src.name, [])
+            s = elems[k] if isinstance(k, int) and k < len(elems) else None
+            of[node.name] = [s]
+            if s is not None:
+                self.claimed.setdefault(prefix + src.name, {}).setdefault(k, prefix + node.name)
+                s.end = max(s.end, t + 1)
+            return t + 1
+        layout = _hop_layout(gm, node)
+        if layout is not None:
+            return self.control_flow(gm, node, layout, prefix, t, of)
+        if isinstance(node.target, torch._ops.HigherOrderOperator):
+            self.opaque.add(node.target.name())
+        for a in _input_nodes(node):
+            self.use(of, a, t)
+        vals = list(val) if isinstance(val, (tuple, list)) else [val]
+        alias_of = _aliased_args(node)
+        elems: list[_Storage | None] = []
+        for j, v in enumerate(vals):
+            if not isinstance(v, torch.Tensor):
+                elems.append(None)
+            elif j in alias_of or -1 in alias_of:  # -1: every element of a list return
+                src = alias_of.get(j, alias_of.get(-1))
+                s = of.get(src.name, [None])[0] if isinstance(src, torch.fx.Node) else None
+                if s is not None:
+                    s.end = max(s.end, t + 1)
+                elems.append(s)
+            else:
+                suffix = f".{j}" if isinstance(val, (tuple, list)) else ""
+                elems.append(self.new(prefix + node.name + suffix, v, "intermediate", True, t, t + 1))
+        of[node.name] = elems
+        return t + 1
+
+    def control_flow(self, gm: torch.fx.GraphModule, node: torch.fx.Node, layout: list,
+                     prefix: str, t: int, of: dict[str, list[_Storage | None]]) -> int:
+        import torch
+
+        end = t + _node_width(gm, node)
+        val = node.meta.get("val")
+        vals = list(val) if isinstance(val, (tuple, list)) else [val]
+        outs = [self.new(prefix + node.name + (f".{j}" if isinstance(val, (tuple, list)) else ""), v,
+                         "intermediate", True, t, end) if isinstance(v, torch.Tensor) else None
+                for j, v in enumerate(vals)]
+        window: dict[str, Any] = {"node": prefix + node.name, "op": node.target.name(), "steps": [t, end],
+                                  "submodules": {}}
+        self.windows.append(window)
+        s = t
+        for attr, sub, binds in layout:
+            bound = [outs[x] if kind == "out" else
+                     of.get(x.name, [None])[0] if isinstance(x, torch.fx.Node) else None
+                     for kind, x in binds]
+            e = self.submodule(sub, f"{prefix}{node.name}/{attr}/", s, bound)
+            window["submodules"][attr] = [s, e]
+            s = e
+        for a in _input_nodes(node):
+            self.use(of, a, end - 1)
+        of[node.name] = outs
+        return end
+
+    def submodule(self, gm: torch.fx.GraphModule, prefix: str, t: int, bound: list[_Storage | None]) -> int:
+        """Walk a submodule from step ``t``; its placeholders alias ``bound``; its outputs live
+        to the end of its sub-window (the returned step), where they are copied out."""
+        of: dict[str, list[_Storage | None]] = {}
+        placeholders = iter(bound)
+        outputs: list[torch.fx.Node] = []
+        for node in gm.graph.nodes:
+            if node.op == "placeholder":
+                of[node.name] = [next(placeholders)]
+            elif node.op == "output":
+                outputs = _input_nodes(node)
+            else:
+                t = self.step(gm, node, prefix, t, of, top=False)
+        for a in outputs:
+            self.use(of, a, t - 1)
+        return t
+
+    def name_claimed(self) -> None:
+        """Name multi-output storages after the getitem that claims them."""
+        for s in self.storages:
+            base, _, k = s.id.rpartition(".")
+            if base in self.claimed and k.isdigit() and int(k) in self.claimed[base]:
+                s.id = self.claimed[base][int(k)]
+
+
+def _hop_layout(gm: torch.fx.GraphModule, node: torch.fx.Node) -> list[tuple[str, Any, list]] | None:
+    """The submodules of a control-flow node in window order: (attribute, GraphModule,
+    placeholder bindings), a binding being ("arg", operand node) or ("out", k) for the node's
+    k-th output. Argument positions as torch.export records them (2.13):
+    cond(pred, true_gm, false_gm, operands), while_loop(cond_gm, body_gm, carried, additional),
+    map_impl(body_gm, xs, args), scan(combine_gm, init, xs, additional),
+    invoke_subgraph(gm, identifier, *operands). None for any other node, or one whose
+    submodules do not take exactly these operands."""
+    import torch
+
+    if node.op != "call_function" or not isinstance(node.target, torch._ops.HigherOrderOperator):
+        return None
+    name, a = node.target.name(), node.args
+    if name == "cond" and len(a) == 4:
+        operands = [("arg", x) for x in a[3]]
+        graphs = [(a[1], operands), (a[2], operands)]
+    elif name == "while_loop" and len(a) == 4:
+        binds = [("out", k) for k in range(len(a[2]))] + [("arg", x) for x in a[3]]
+        graphs = [(a[0], binds), (a[1], binds)]
+    elif name == "map_impl" and len(a) == 3:
+        graphs = [(a[0], [("arg", x) for x in (*a[1], *a[2])])]
+    elif name == "scan" and len(a) == 4:
+        graphs = [(a[0], [("out", k) for k in range(len(a[1]))] + [("arg", x) for x in (*a[2], *a[3])])]
+    elif name == "invoke_subgraph" and len(a) >= 2:
+        graphs = [(a[0], [("arg", x) for x in a[2:]])]
+    else:
+        return None
+    out = []
+    for attr, binds in graphs:
+        if not (isinstance(attr, torch.fx.Node) and attr.op == "get_attr"):
+            return None
+        sub = _submodule(gm, attr.target)
+        if not isinstance(sub, torch.fx.GraphModule):
+            return None
+        if sum(n.op == "placeholder" for n in sub.graph.nodes) != len(binds):
+            return None
+        out.append((attr.target, sub, binds))
+    return out
+
+
+def _submodule(gm: torch.fx.GraphModule, target: str) -> Any:
+    obj: Any = gm
+    for part in target.split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def _width(gm: torch.fx.GraphModule, top: bool) -> int:
+    """Steps a graph occupies: in the top graph every node takes one (the numbering torch's own
+    curve uses); in a submodule only calls do. A control-flow node takes its window."""
+    return sum(_node_width(gm, n) if n.op == "call_function" else int(top) for n in gm.graph.nodes)
+
+
+def _node_width(gm: torch.fx.GraphModule, node: torch.fx.Node) -> int:
+    layout = _hop_layout(gm, node)
+    if layout is None:
+        return 1
+    return max(1, sum(_width(sub, top=False) for _, sub, _ in layout))
 
 
 def _input_nodes(node: torch.fx.Node) -> list[torch.fx.Node]:
@@ -291,8 +471,10 @@ def eager_live_peak(ep: ExportedProgram, args: tuple, *, plan_inputs: bool = Tru
     emits); after every node we sum ``untyped_storage().nbytes()`` over the distinct storages
     (by data pointer) still held, skipping parameters and constants. Aliasing thus comes from
     real storages, sizes from real allocations. Multi-output elements no ``getitem`` claims are
-    dropped right after their step, as the extractor assumes. Returns ``peak`` (bytes), the
-    ``step`` where it occurs and the live bytes after every node (``curve``).
+    dropped right after their step, as the extractor assumes. A control-flow node is one step
+    here (its submodules run inside it, unseen), so compare only outside its window. Returns
+    ``peak`` (bytes), the ``step`` where it occurs and the live bytes after every node
+    (``curve``).
     """
     import torch
     from torch.export.graph_signature import InputKind, OutputKind
