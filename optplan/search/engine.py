@@ -36,7 +36,8 @@ def ensure_compiled() -> float:
         ptr, idx = kernel.overlap_graph(s0, s1)
         one = np.ones(2, np.int64)
         zero = np.zeros(2, np.int64)
-        kernel.search(one, s0, s1, one, zero, zero, -one, ptr, idx, np.zeros(3, np.int64),
+        pp = np.arange(3, dtype=np.int64)
+        kernel.search(one, s0, s1, pp, s0, s1, zero, one, one, zero, zero, one, -one, ptr, idx, np.zeros(3, np.int64),
                       np.zeros(0, np.int64), -one, np.int64(3), np.int64(2), np.int64(100),
                       np.zeros(1, np.int64), np.zeros(2, np.int64))
         _compile_seconds = time.perf_counter() - t0
@@ -46,13 +47,13 @@ def ensure_compiled() -> float:
 # -- static orderings ------------------------------------------------------------------------
 
 def section_totals(inst: Instance) -> np.ndarray:
-    """Per buffer, the highest live load over its lifespan (a sparse table of range maxima:
-    linear-time per buffer slicing is too slow at tens of thousands of buffers)."""
+    """Per unit, the highest live load (pieces) over its span (a sparse table of range maxima:
+    linear-time per unit slicing is too slow at tens of thousands of units)."""
     if inst.n == 0:
         return np.zeros(0, np.int64)
     load = np.zeros(inst.nsec + 1, np.int64)
-    np.add.at(load, inst.s0, inst.size)
-    np.add.at(load, inst.s1, -inst.size)
+    np.add.at(load, inst.ps0, inst.ph)
+    np.add.at(load, inst.ps1, -inst.ph)
     table = [np.cumsum(load)[: max(inst.nsec, 1)]]
     while (1 << len(table)) <= len(table[0]):
         prev, h = table[-1], 1 << (len(table) - 1)
@@ -71,7 +72,7 @@ def orderings(inst: Instance, seed: int = 0) -> list[Ordered]:
     size = inst.size
     width = inst.end - inst.start
     total = section_totals(inst)
-    area = size * width
+    area = inst.area
     out = []
     if (inst.hint >= 0).any():
         hint = np.where(inst.hint >= 0, inst.hint, np.iinfo(np.int64).max)
@@ -140,12 +141,15 @@ def dive(ords: list[Ordered], n: int, lb: int = 0) -> tuple[np.ndarray | None, i
     return best, best_top, stats
 
 
-def decide(ords: list[Ordered], n: int, cap: int, deadline: float, stop: np.ndarray) -> Outcome:
-    """Round-robin over ``ords`` with node limits growing fourfold until a plan, a proof, or the deadline."""
+def decide(ords: list[Ordered], n: int, cap: int, deadline: float, stop: np.ndarray, exact: bool = True) -> Outcome:
+    """Round-robin over ``ords`` with node limits growing fourfold until a plan, a proof, or the
+    deadline. Not ``exact``: an ordering's INFEASIBLE only retires it (another ordering's
+    canonical plans may differ); INFEASIBLE once all are retired."""
     stats = Stats()
     limit = FIRST_LIMIT
-    while True:
-        for o in ords:
+    ords = list(ords)
+    while ords:
+        for o in list(ords):
             remaining = deadline - time.perf_counter()
             if remaining <= 0 or stop[0]:
                 return Outcome(kernel.LIMIT, None, stats)
@@ -161,37 +165,41 @@ def decide(ords: list[Ordered], n: int, cap: int, deadline: float, stop: np.ndar
                 stats.winners[o.name] = 1
                 return Outcome(status, o.unpermute(out), stats)
             if status == kernel.INFEASIBLE:
-                return Outcome(status, None, stats)
+                if exact:
+                    return Outcome(status, None, stats)
+                ords.remove(o)
         limit *= 4  # with 4+ orderings per worker, doubling spent most of the time on early rounds
+    return Outcome(kernel.INFEASIBLE, None, stats)
 
 
-def _child(ords: list[Ordered], n: int, cap: int, deadline: float, flag: object, conn: object) -> None:
+def _child(ords: list[Ordered], n: int, cap: int, deadline: float, flag: object, conn: object, exact: bool) -> None:
     stop = np.frombuffer(flag, dtype=np.int64)  # type: ignore[arg-type]
-    out = decide(ords, n, cap, deadline, stop)
-    if out.status != kernel.LIMIT:
+    out = decide(ords, n, cap, deadline, stop, exact)
+    if out.status == kernel.FOUND or (exact and out.status == kernel.INFEASIBLE):
         stop[0] = 1
     conn.send(out)  # type: ignore[attr-defined]
     conn.close()  # type: ignore[attr-defined]
 
 
-def decide_parallel(ords: list[Ordered], n: int, cap: int, deadline: float, workers: int) -> Outcome:
+def decide_parallel(ords: list[Ordered], n: int, cap: int, deadline: float, workers: int,
+                    exact: bool = True) -> Outcome:
     """``decide`` with the orderings dealt out to ``workers`` processes (forked: the compiled
     kernels come along); the first plan or proof stops the others."""
     workers = min(workers, len(ords))
     if workers <= 1 or "fork" not in mp.get_all_start_methods():
-        return decide(ords, n, cap, deadline, np.zeros(1, np.int64))
+        return decide(ords, n, cap, deadline, np.zeros(1, np.int64), exact)
     ctx = mp.get_context("fork")
     flag = ctx.RawArray("q", 1)
     stop = np.frombuffer(flag, dtype=np.int64)
     children = []
     for k in range(1, workers):
         recv, send = ctx.Pipe(duplex=False)
-        p = ctx.Process(target=_child, args=(ords[k::workers], n, cap, deadline, flag, send), daemon=True)
+        p = ctx.Process(target=_child, args=(ords[k::workers], n, cap, deadline, flag, send, exact), daemon=True)
         p.start()
         send.close()
         children.append((p, recv))
-    outs = [decide(ords[0::workers], n, cap, deadline, stop)]
-    if outs[0].status != kernel.LIMIT:
+    outs = [decide(ords[0::workers], n, cap, deadline, stop, exact)]
+    if outs[0].status == kernel.FOUND or (exact and outs[0].status == kernel.INFEASIBLE):
         stop[0] = 1
     for p, recv in children:
         try:
@@ -202,10 +210,12 @@ def decide_parallel(ords: list[Ordered], n: int, cap: int, deadline: float, work
     stats = Stats()
     for o in outs:
         stats.add(o.stats)
-    for status in (kernel.FOUND, kernel.INFEASIBLE):
-        for o in outs:
-            if o.status == status:
-                return Outcome(status, o.offsets, stats)
+    for o in outs:
+        if o.status == kernel.FOUND:
+            return Outcome(o.status, o.offsets, stats)
+    if any(o.status == kernel.INFEASIBLE for o in outs) and (exact or len(outs) == workers and all(
+            o.status == kernel.INFEASIBLE for o in outs)):  # a proof, or every ordering retired
+        return Outcome(kernel.INFEASIBLE, None, stats)
     return Outcome(kernel.LIMIT, None, stats)
 
 
@@ -252,23 +262,35 @@ def _large(inst: Instance, capacity: int | None, lower: int) -> Answer:
         if best is None or top < best_top:
             best, best_top = out, top
     peak = best_top * inst.scale
-    fits = capacity is None or peak <= capacity
+    fits = capacity is None or (peak <= capacity and bool((best <= inst.hi).all()))
     note = (f"{inst.n} buffers with more than {MAX_PAIRS} overlapping pairs: lowest-offset dive only, "
             "no search (bound from live load)")
+    if not inst.single:
+        note += "; multi-piece units placed as their bounding boxes"
     return Answer(best if fits else None, peak if fits else None, lower, fits and peak <= lower, False,
                   False, stats, peak, note)
 
 
+INEXACT_NOTE = ("a piece starts above its unit's lowest byte (a relative member above a dead root, or a gap "
+                "window): the search does not reuse the hole below such a piece, so it proves nothing; "
+                "bound from live load")
+
+
 def solve(inst: Instance, capacity: int | None, lower: int, objective: str, time_limit: float,
           workers: int = 1, seed: int = 0, progress: Callable[[dict], None] | None = None) -> Answer:
-    """Feasibility at ``capacity`` ("feasible") or the optimal peak <= ``capacity`` ("min-peak")."""
+    """Feasibility at ``capacity`` ("feasible") or the optimal peak <= ``capacity`` ("min-peak").
+
+    When ``inst.exact`` is false the kernel's INFEASIBLE only says that the search cannot find a
+    plan under that capacity (``floor``), not that none exists: the proven bound stays ``lower``."""
     t_start = time.perf_counter()
     deadline = t_start + time_limit
     g = inst.scale
-    lb = inst.scaled_bound(lower)
+    lb = inst.scaled_bound(lower)  # proven
+    floor = lb  # the search finds no plan below this (proven too when the instance is exact)
     cap = None if capacity is None else inst.scaled_capacity(capacity)
     if inst.large:
         return _large(inst, capacity, lower)
+    exact = inst.exact
     ords = orderings(inst, seed)
     best, best_top, stats = dive(ords, inst.n, lb)
     dive_peak = None if best is None else best_top * g
@@ -286,7 +308,17 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: str, time
     def answer(timed_out: bool, infeasible: bool = False) -> Answer:
         peak = None if best is None else best_top * g
         optimal = best is not None and best_top <= lb
-        return Answer(best, peak, max(lower, lb * g), optimal, infeasible, timed_out, stats, dive_peak)
+        why = "" if exact or optimal else INEXACT_NOTE
+        if why and best is None and not timed_out:
+            why = "the search found no plan under the capacity, but " + why
+        return Answer(best, peak, max(lower, lb * g), optimal, infeasible, timed_out, stats, dive_peak, why)
+
+    def refuted(target: int) -> None:
+        """The search found no plan with peak <= ``target``."""
+        nonlocal lb, floor
+        floor = max(floor, target + 1)
+        if exact:
+            lb = floor
 
     report()
     if cap is not None and lb > cap:
@@ -296,11 +328,11 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: str, time
     if best is None and cap is not None:
         # a plan under the capacity first: upward steps alone may not reach it in time
         share = deadline if objective == "feasible" or lb >= cap else t_start + 0.5 * time_limit
-        out = decide_parallel(ords, inst.n, cap, share, workers)
+        out = decide_parallel(ords, inst.n, cap, share, workers, exact)
         stats.add(out.stats)
         if out.status == kernel.INFEASIBLE:
-            lb = cap + 1
-            return answer(False, infeasible=True)
+            refuted(cap)
+            return answer(False, infeasible=exact)
         if out.status == kernel.FOUND:
             best, best_top = out.offsets, int((out.offsets + inst.size).max())
             report()
@@ -310,35 +342,35 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: str, time
             return answer(True)
     if best is None:
         # no plan under the capacity yet: prove capacities upward until one admits a plan
-        while lb <= (cap if cap is not None else 1 << 60):
-            out = decide_parallel(ords, inst.n, lb, deadline, workers)
+        while floor <= (cap if cap is not None else 1 << 60):
+            out = decide_parallel(ords, inst.n, floor, deadline, workers, exact)
             stats.add(out.stats)
             if out.status == kernel.FOUND:
                 best, best_top = out.offsets, int((out.offsets + inst.size).max())
                 return answer(False)
             if out.status != kernel.INFEASIBLE:
                 return answer(True)
-            lb += 1
+            refuted(floor)
             report()
-        return answer(False, infeasible=True)
-    # alternate time slices between proving the bound upward (lb) and improving the plan below
+        return answer(False, infeasible=exact)
+    # alternate time slices between proving the bound upward (floor) and improving the plan below
     # best (a step that halves whenever the slice ends without an answer)
     slice_s = 0.25
-    step = max(1, (best_top - lb) // 4)
-    while lb < best_top:
-        for target in dict.fromkeys((lb, max(lb, best_top - step))):
+    step = max(1, (best_top - floor) // 4)
+    while floor < best_top:
+        for target in dict.fromkeys((floor, max(floor, best_top - step))):
             if time.perf_counter() >= deadline:
                 return answer(True)
-            out = decide_parallel(ords, inst.n, target, min(deadline, time.perf_counter() + slice_s), workers)
+            out = decide_parallel(ords, inst.n, target, min(deadline, time.perf_counter() + slice_s), workers, exact)
             stats.add(out.stats)
             if out.status == kernel.FOUND:
                 best, best_top = out.offsets, int((out.offsets + inst.size).max())
             elif out.status == kernel.INFEASIBLE:
-                lb = max(lb, target + 1)
-            elif target > lb:
+                refuted(target)
+            elif target > floor:
                 step = max(1, step // 2)
             report()
-            if lb >= best_top:
+            if floor >= best_top:
                 break
         slice_s *= 2
     return answer(False)

@@ -1,8 +1,10 @@
 """One memory's placement problem as the integer arrays the compiled search works on.
 
-Offsets, sizes and alignments are divided by their greatest common divisor (a canonical plan's
-offsets are sums of sizes rounded up to alignments, so nothing is lost) and time is compressed
-to sections. A static ordering is a permutation: the search tries candidates in rank order.
+A unit's offset here is that of its lowest footprint byte; its footprint is a list of pieces
+(CSR arrays: sections, byte offset above the unit's, height). Offsets, heights and alignments are
+divided by their greatest common divisor (a canonical plan's offsets are sums of piece tops and
+offsets rounded up to alignments, so nothing is lost) and time is compressed to sections. A
+static ordering is a permutation: the search tries candidates in rank order.
 """
 
 from __future__ import annotations
@@ -16,30 +18,49 @@ from optplan.plan import Placement
 from optplan.problem import Problem, Unit
 from optplan.search import kernel
 
+NO_LIMIT = 1 << 61  # no capacity: an offset bound nothing reaches
 MAX_PAIRS = 4_000_000  # beyond this many overlapping pairs the adjacency lists cost too much memory
 
 
 @dataclass
 class Instance:
     memory: str
-    units: list[Unit]  # the units the search places (one footprint rectangle, size > 0)
+    units: list[Unit]  # the units the search places (a footprint of size > 0)
     others: list[Unit]  # zero-size units: placed at their lowest legal offset
     scale: int
-    size: np.ndarray
-    s0: np.ndarray
+    size: np.ndarray  # what the peak counts above the unit's offset (members' offset + size; pieces may be lower)
+    s0: np.ndarray  # span in sections: first piece's start to last piece's end
     s1: np.ndarray
+    pp: np.ndarray  # pieces of unit i: pp[i]:pp[i + 1]
+    ps0: np.ndarray
+    ps1: np.ndarray
+    py0: np.ndarray  # piece bottom above the unit's offset
+    ph: np.ndarray  # piece height
     mod: np.ndarray
     res: np.ndarray
     lo: np.ndarray
+    hi: np.ndarray  # highest offset the memory's capacity allows (zero-size members count)
     fixed: np.ndarray  # scaled fixed offset of the rectangle, -1 when free
     hint: np.ndarray  # unscaled hint offset of the rectangle, -1 when none
     start: np.ndarray  # raw times, for orderings
     end: np.ndarray
-    y0: list[int]  # offset of each unit's rectangle relative to its root
+    area: np.ndarray  # footprint area in raw units, for orderings
+    y0: list[int]  # offset of each unit's lowest footprint byte relative to its root
     nsec: int
-    nb_ptr: np.ndarray  # overlap adjacency (CSR); empty for a large instance
+    nb_ptr: np.ndarray  # span overlap adjacency (CSR); empty for a large instance
     nb_idx: np.ndarray
     large: bool = False  # too many overlapping pairs for the search: greedy dive only
+
+    @property
+    def exact(self) -> bool:
+        """Every piece starts at its unit's lowest byte: the search's floors are exact and its
+        INFEASIBLE is a proof (kernel docstring). Otherwise holes under raised pieces are not reused."""
+        return not self.py0.any()
+
+    @property
+    def single(self) -> bool:
+        """One rectangle per unit."""
+        return len(self.ps0) == self.n
 
     @property
     def n(self) -> int:
@@ -76,8 +97,6 @@ def unsupported(problem: Problem) -> str | None:
         if len(u.memories) > 1:
             return (f"buffer {u.root!r} may go to several memories; the search planner handles problems "
                     "whose memory assignment is decided (the 'auto' portfolio splits them)")
-        if len(u.pieces) > 1:
-            return f"buffer {u.root!r} has relative members with a multi-piece footprint; the search places one rectangle per unit"
     return None
 
 
@@ -86,28 +105,39 @@ def _arr(xs: list[int]) -> np.ndarray:
 
 
 def build(problem: Problem, memory: str, units: list[Unit]) -> Instance:
-    """The arrays for ``units`` (all bound to ``memory``, one footprint rectangle each)."""
+    """The arrays for ``units`` (all bound to ``memory``)."""
     placed = [u for u in units if u.pieces]
     others = [u for u in units if not u.pieces]
-    size, t0, t1, mod, res, lo, fixed, hint, y0 = [], [], [], [], [], [], [], [], []
+    capacity = problem.memory(memory).capacity
+    size, t0, t1, mod, res, lo, hi, fixed, hint, y0, area = [], [], [], [], [], [], [], [], [], [], []
+    pp, pt0, pt1, py0, ph = [0], [], [], [], []
     for u in placed:
-        a, b, ya, yb = u.pieces[0]
+        ya = min(p[2] for p in u.pieces)
         m, r = u.modulus[memory]
-        size.append(yb - ya)
-        t0.append(a)
-        t1.append(b)
+        size.append(u.top - ya)  # the peak counts offset + size even where a gap's window is lower
+        t0.append(u.start)
+        t1.append(u.end)
+        for a, b, y, yb in sorted(u.pieces):
+            pt0.append(a)
+            pt1.append(b)
+            py0.append(y - ya)
+            ph.append(yb - y)
+        pp.append(len(ph))
+        area.append(sum((b - a) * (yb - y) for a, b, y, yb in u.pieces))
         mod.append(m)
         res.append((r + ya) % m)
         lo.append(ya - u.low)
+        hi.append(NO_LIMIT if capacity is None else capacity - u.high + ya)
         fixed.append(-1 if u.fixed_offset is None else u.fixed_offset + ya)
         root = problem.buffer(u.root)
         h = root.hint_offset if root.hint_memory in (None, memory) else None
         hint.append(-1 if h is None else h + ya)
         y0.append(ya)
-    # a canonical plan's offsets are sums of sizes rounded up to alignments: multiples of g when
-    # every modulus either divides g (rounding a multiple of g is then a no-op) or is a multiple of it
+    # a canonical plan's offsets are sums of piece offsets and heights rounded up to alignments:
+    # multiples of g when every modulus either divides g (rounding a multiple of g is then a
+    # no-op) or is a multiple of it
     g = 0
-    for v in (*size, *res, *lo, *(f for f in fixed if f >= 0)):
+    for v in (*size, *py0, *ph, *res, *lo, *(f for f in fixed if f >= 0)):
         g = math.gcd(g, v)
     while g > 1 and any(g % m and m % g for m in set(mod)):
         for m in set(mod):
@@ -116,18 +146,21 @@ def build(problem: Problem, memory: str, units: list[Unit]) -> Instance:
     g = max(g, 1)
     mod = [1 if g % m == 0 else m // g for m in mod]
     start, end = _arr(t0), _arr(t1)
-    times = np.unique(np.concatenate([start, end]))
+    times = np.unique(np.concatenate([_arr(pt0), _arr(pt1)]))
     s0 = np.searchsorted(times, start).astype(np.int64)
     s1 = np.searchsorted(times, end).astype(np.int64)
+    ps0 = np.searchsorted(times, _arr(pt0)).astype(np.int64)
+    ps1 = np.searchsorted(times, _arr(pt1)).astype(np.int64)
     large = kernel.count_overlaps(s0, s1) > MAX_PAIRS
     if large:
         nb_ptr, nb_idx = np.zeros(len(placed) + 1, np.int64), np.zeros(0, np.int64)
     else:
         nb_ptr, nb_idx = kernel.overlap_graph(s0, s1)
     fx = _arr(fixed)
-    return Instance(memory, placed, others, g, _arr(size) // g, s0, s1, _arr(mod), _arr(res) // g,
-                    _arr(lo) // g, np.where(fx >= 0, fx // g, -1), _arr(hint), start, end, y0,
-                    max(len(times) - 1, 0), nb_ptr, nb_idx, large)
+    return Instance(memory, placed, others, g, _arr(size) // g, s0, s1, _arr(pp), ps0, ps1, _arr(py0) // g,
+                    _arr(ph) // g, _arr(mod), _arr(res) // g, _arr(lo) // g,
+                    _arr([h // g for h in hi]), np.where(fx >= 0, fx // g, -1),
+                    _arr(hint), start, end, _arr(area), y0, max(len(times) - 1, 0), nb_ptr, nb_idx, large)
 
 
 @dataclass
@@ -160,14 +193,22 @@ def ordered(inst: Instance, name: str, perm: np.ndarray) -> Ordered:
     np.cumsum(fdeg, out=fptr[1:])
     fidx = idx[fmask].astype(np.int64)
     size, s0, s1 = inst.size[perm], inst.s0[perm], inst.s1[perm]
-    mod, res, lo = inst.mod[perm], inst.res[perm], inst.lo[perm]
+    mod, res, lo, hi = inst.mod[perm], inst.res[perm], inst.lo[perm], inst.hi[perm]
+    npc = np.diff(inst.pp)[perm]
+    pp = np.zeros(n + 1, np.int64)
+    np.cumsum(npc, out=pp[1:])
+    pg = np.repeat(inst.pp[:-1][perm] - pp[:-1], npc) + np.arange(pp[-1])
+    ps0, ps1, py0, ph = inst.ps0[pg], inst.ps1[pg], inst.py0[pg], inst.ph[pg]
     twin = np.full(n, -1, np.int64)
     last: dict[tuple[int, ...], int] = {}
     for r in range(n):
         if fixed[r] >= 0:
             continue
         key = (int(size[r]), int(s0[r]), int(s1[r]), int(mod[r]), int(res[r]), int(lo[r]))
+        if npc[r] > 1:  # twins share the whole footprint
+            key += tuple(int(v) for q in range(pp[r], pp[r + 1]) for v in (ps0[q], ps1[q], py0[q], ph[q]))
         twin[r] = last.get(key, -1)
         last[key] = r
-    args = (size, s0, s1, mod, res, lo, fixed, ptr, idx.astype(np.int64), fptr, fidx, twin, np.int64(inst.nsec))
+    args = (size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, ptr, idx.astype(np.int64), fptr, fidx, twin,
+            np.int64(inst.nsec))
     return Ordered(name, perm, args)

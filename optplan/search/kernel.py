@@ -1,32 +1,55 @@
 """The compiled depth-first search over canonical solutions (numba, one signature, cached on disk).
 
-A *canonical* solution places buffers in non-decreasing offset order, each at the lowest legal
-offset above everything already placed in its lifespan (the "floor"). Pushing every buffer of any
-valid plan down as far as it goes gives a canonical plan with no higher peak, so searching
-canonical plans is complete for "does a plan fit under ``cap``?" (the idea of MiniMalloc, Moffitt,
-ASPLOS 2023). All quantities are integers already divided by a common scale; time is compressed to
-*sections* (intervals between consecutive distinct start/end times); buffer ``i`` lives in
-sections ``[s0[i], s1[i])``. Buffer indices are ranks of the static ordering: candidates are tried
-lowest offset first, ties by index (as in MiniMalloc).
+A *canonical* solution places units (a buffer and everything placed relative to it) in
+non-decreasing offset order, each at the lowest legal offset that keeps every piece of its
+footprint above everything already placed in that piece's sections (the "floor"). Pushing every
+unit of any valid plan down as far as it goes gives a canonical plan with no higher peak, so
+searching canonical plans is complete for "does a plan fit under ``cap``?" (the idea of
+MiniMalloc, Moffitt, ASPLOS 2023). All quantities are integers already divided by a common scale;
+time is compressed to *sections* (intervals between consecutive distinct piece start/end times).
+A unit's offset is that of its lowest byte; piece ``q`` covers sections ``[ps0[q], ps1[q])`` and
+bytes ``[o + py0[q], o + py0[q] + ph[q])``; the unit's span ``[s0, s1)`` runs from its first
+piece to its last (a MiniMalloc gap leaves sections of the span without a piece) and ``size`` is
+its height. Unit indices are ranks of the static ordering: candidates are tried lowest offset
+first, ties by index (as in MiniMalloc).
+
+Exactness. When every piece starts at its unit's lowest byte (``py0 == 0``: single rectangles,
+plain gaps, gap windows starting at 0, relative members alive only while the root below them is)
+two units whose pieces share a section and whose offsets satisfy ``o_j <= o_i`` can only be
+disjoint if each piece of ``i`` there lies above the piece of ``j``: the per-section floor is the
+exact lowest offset, every later unit lies above the placed ones, and the argument above holds
+piece by piece. When a piece starts higher (``py0 > 0``: a window with ``wlo > 0``, a member above
+a root that has died), a later unit could still use the hole below that piece; the floors do not
+see it, so plans stay valid but the search is incomplete: INFEASIBLE is then no proof (the engine
+claims none).
 
 Pruning rules, each keeping one reference solution alive (among the solutions under ``cap`` the
-one with the smallest sum of offsets, ties of identical buffers by index), so INFEASIBLE is a proof:
+one with the smallest sum of offsets, ties of identical units by index; with ``py0 == 0`` it is
+canonical: a unit above its floor could drop to it, colliding with nothing placed before it, which
+lies below, nor after it, whose pieces all start above its old offset), so INFEASIBLE is a proof:
 
-* order: the next buffer's offset is >= the last one placed in its component (ties by index);
-* dominance: a buffer may not go to offset ``o`` if another unplaced buffer ``c`` fits entirely
-  below ``o`` at its own lowest offset: every buffer placed later lies at >= ``o``, so ``c`` could
-  be moved down there, lowering the sum of offsets;
-* sections: in every section, the unplaced buffers whose lowest offset (at least the last
-  placed offset, by the order rule) is >= t stack up between t and ``cap``, for every t;
-* twins: of identical buffers (same size, lifespan, alignment) the lower index goes first;
-* decomposition: when no unplaced buffer crosses a time point, the parts left and right are
-  independent sub-problems, solved one after the other (most constrained first) with their own
-  order; when one of them fails the search returns straight to the choice that split them.
-  A component of one buffer is simply placed (nothing can go above it any more);
-* hatless: when the subtree of a candidate
-  ``b`` that overlaps no unplaced buffer fails, the node fails. The reference plan keeps ``b`` at
-  its lowest offset (nothing unplaced is in the way), so its next buffer comes no later than
-  ``b`` in (offset, index) order: it was ``b`` or a candidate already tried.
+* order: the next unit's offset is >= the last one placed in its component (ties by index);
+* dominance: a unit may not go to offset ``o`` if another unplaced unit ``c`` fits entirely below
+  ``o`` (offset + height) at its own lowest offset: every unit placed later lies at >= ``o``, and
+  all its pieces start there, so ``c`` could be moved down there, lowering the sum of offsets;
+* sections: in every section, the pieces of the unplaced units whose lowest offset (at least the
+  last placed offset, by the order rule) is >= t stack up between t and ``cap``, for every t
+  (each such piece lies in ``[t, cap)``; this holds for any ``py0``);
+* lift: an unplaced unit ``c`` whose lowest offset is below ``L`` (the last offset placed) goes,
+  in the reference plan, to its floor at the time it is placed, which is then >= ``L``: a unit
+  placed later (at >= ``L``) raised the floor of one of ``c``'s sections to its offset plus its
+  piece there, so ``c`` starts at >= ``L`` + the smallest other unplaced piece in ``c``'s
+  sections (with ``py0 == 0`` a unit has at most one piece per section);
+* twins: of identical units (same footprint, alignment, lowest offset) the lower index goes first;
+* decomposition: when no unplaced unit's span crosses a time point, the parts left and right are
+  independent sub-problems (a gap does not split a unit: both sides move with its one offset),
+  solved one after the other (most constrained first) with their own order; when one of them
+  fails the search returns straight to the choice that split them. A component of one unit is
+  simply placed (nothing can go above it any more);
+* hatless: when the subtree of a candidate ``b`` that shares a section with no unplaced unit
+  fails, the node fails. The reference plan keeps ``b`` at its lowest offset (no floor under its
+  pieces changes any more), so its next unit comes no later than ``b`` in (offset, index) order:
+  it was ``b`` or a candidate already tried.
 """
 
 from __future__ import annotations
@@ -98,12 +121,48 @@ def _push_split(members, nmem, cuts, ncut, s0, s1, floor, load, cap, pool, pool_
     return pos, pt, parts
 
 
+@njit(cache=True, inline="always")
+def _piece(pp, i, single):
+    """The first piece of unit ``i`` (``pp[i]``; on one-rectangle instances ``i``, one load less)."""
+    return i if single else pp[i]
+
+
 @njit(cache=True)
-def search(size, s0, s1, mod, res, lo, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx, twin,
-           nsec, cap, node_limit, stop, offsets):
+def _shared_top(b, ob, c, pp, ps0, ps1, py0, ph):
+    """The lowest offset of unit ``c`` that keeps each of its pieces above every piece of ``b``
+    (placed at ``ob``) in the sections they share; -_BIG when they share none."""
+    best = -_BIG
+    for p in range(pp[b], pp[b + 1]):
+        top = ob + py0[p] + ph[p]
+        for q in range(pp[c], pp[c + 1]):
+            if ps0[p] < ps1[q] and ps0[q] < ps1[p]:
+                best = max(best, top - py0[q])
+    return best
+
+
+@njit(cache=True)
+def _collide(b, ob, f, of, pp, ps0, ps1, py0, ph):
+    """Do unit ``b`` at ``ob`` and unit ``f`` at ``of`` share a byte in a shared section?"""
+    for p in range(pp[b], pp[b + 1]):
+        for q in range(pp[f], pp[f + 1]):
+            if (ps0[p] < ps1[q] and ps0[q] < ps1[p] and ob + py0[p] < of + py0[q] + ph[q]
+                    and of + py0[q] < ob + py0[p] + ph[p]):
+                return True
+    return False
+
+
+@njit(cache=True)
+def search(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx,
+           twin, nsec, cap, node_limit, stop, offsets):
     """Is there a canonical plan with every top <= ``cap``? Returns (status, nodes); on FOUND
-    ``offsets`` holds it. LIMIT: ``node_limit`` nodes spent or ``stop[0]`` set by another worker."""
+    ``offsets`` holds it. LIMIT: ``node_limit`` nodes spent or ``stop[0]`` set by another worker.
+
+    Unit ``i`` reaches ``size[i]`` above its offset in the peak, spans ``[s0[i], s1[i])``, may go
+    to offsets in ``[lo[i], hi[i]]`` (``hi``: the memory's capacity) and has pieces
+    ``pp[i]:pp[i + 1]``: piece ``q`` covers sections ``[ps0[q], ps1[q])`` and bytes
+    ``[o + py0[q], o + py0[q] + ph[q])`` when the unit is at ``o`` (``min py0 == 0`` per unit)."""
     n = size.shape[0]
+    single = pp[n] == n  # one rectangle per unit
     placed = np.zeros(n, np.bool_)
     mf = lo.copy()  # highest floor under each buffer's lifespan (its lowest offset before alignment)
     floor = np.zeros(nsec, np.int64)
@@ -111,11 +170,12 @@ def search(size, s0, s1, mod, res, lo, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx, tw
     cross = np.zeros(nsec + 1, np.int64)  # unplaced buffers crossing the boundary before section k
     tsize = n + 16
     for i in range(n):
-        for s in range(s0[i], s1[i]):
-            load[s] += size[i]
+        for q in range(pp[i], pp[i + 1]):
+            for s in range(ps0[q], ps1[q]):
+                load[s] += ph[q]
+            tsize += ps1[q] - ps0[q]
         for k in range(s0[i] + 1, s1[i]):
             cross[k] += 1
-        tsize += s1[i] - s0[i]
     tsize += nb_idx.shape[0]
     tk = np.empty(tsize, np.int64)
     ti = np.empty(tsize, np.int64)
@@ -239,7 +299,7 @@ def search(size, s0, s1, mod, res, lo, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx, tw
                     e = oc
                     if e < L:
                         e = _align(L, mod[c], res[c])
-                if e + size[c] > cap:
+                if e + size[c] > cap or e > hi[c]:
                     exhausted = True
                     break
                 emin = min(emin, e)
@@ -261,13 +321,15 @@ def search(size, s0, s1, mod, res, lo, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx, tw
                 for p in range(ln):
                     c = pool[st + p]
                     if not placed[c]:
-                        for s in range(s0[c], s1[c]):
-                            if size[c] < min1[s]:
-                                min2[s] = min1[s]
-                                min1[s] = size[c]
-                                min1c[s] = c
-                            elif size[c] < min2[s]:
-                                min2[s] = size[c]
+                        for q in range(_piece(pp, c, single), _piece(pp, c + 1, single)):
+                            h = ph[q]
+                            for s in range(ps0[q], ps1[q]):
+                                if h < min1[s]:
+                                    min2[s] = min1[s]
+                                    min1[s] = h
+                                    min1c[s] = c
+                                elif h < min2[s]:
+                                    min2[s] = h
                 k = 0
                 for p in range(ln):
                     c = pool[st + p]
@@ -276,8 +338,9 @@ def search(size, s0, s1, mod, res, lo, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx, tw
                             ev[k] = fixed[c]
                         elif _align(mf[c], mod[c], res[c]) < L:
                             ms = _BIG
-                            for s in range(s0[c], s1[c]):
-                                ms = min(ms, min2[s] if min1c[s] == c else min1[s])
+                            for q in range(_piece(pp, c, single), _piece(pp, c + 1, single)):
+                                for s in range(ps0[q], ps1[q]):
+                                    ms = min(ms, min2[s] if min1c[s] == c else min1[s])
                             ev[k] = _align(max(mf[c], base, L + ms), mod[c], res[c])
                         else:
                             ev[k] = _align(max(mf[c], base), mod[c], res[c])
@@ -290,14 +353,18 @@ def search(size, s0, s1, mod, res, lo, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx, tw
                     j2 = j
                     while j2 >= 0 and ev[srt[j2]] == t:
                         c = evb[srt[j2]]
-                        for s in range(s0[c], s1[c]):
-                            acc[s] += size[c]
+                        for q in range(_piece(pp, c, single), _piece(pp, c + 1, single)):
+                            for s in range(ps0[q], ps1[q]):
+                                acc[s] += ph[q]
                         j2 -= 1
-                    for q in range(j2 + 1, j + 1):
-                        c = evb[srt[q]]
-                        for s in range(s0[c], s1[c]):
-                            if t + acc[s] > cap:
-                                exhausted = True
+                    for r in range(j2 + 1, j + 1):
+                        c = evb[srt[r]]
+                        for q in range(_piece(pp, c, single), _piece(pp, c + 1, single)):
+                            for s in range(ps0[q], ps1[q]):
+                                if t + acc[s] > cap:
+                                    exhausted = True
+                                    break
+                            if exhausted:
                                 break
                         if exhausted:
                             break
@@ -337,7 +404,7 @@ def search(size, s0, s1, mod, res, lo, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx, tw
                     continue
                 if oc < L or (oc == L and c < Li):
                     continue
-                if oc + size[c] > cap:
+                if oc + size[c] > cap or oc > hi[c]:
                     continue
                 u = f_U2[d] if f_U1a[d] == c else f_U1[d]
                 if u <= oc:
@@ -347,7 +414,8 @@ def search(size, s0, s1, mod, res, lo, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx, tw
                 bad = False
                 for q in range(fx_ptr[c], fx_ptr[c + 1]):
                     f = fx_idx[q]
-                    if not placed[f] and fixed[f] < oc + size[c] and oc < fixed[f] + size[f]:
+                    if (not placed[f] and fixed[f] < oc + size[c] and oc < fixed[f] + size[f]
+                            and _collide(c, oc, f, fixed[f], pp, ps0, ps1, py0, ph)):
                         bad = True
                         break
                 if bad:
@@ -362,19 +430,20 @@ def search(size, s0, s1, mod, res, lo, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx, tw
                 pt = f_pt[d] - 1
                 pool_top = f_pool[d]
                 # place b at ob
-                t = ob + size[b]
                 tk[ttop] = _PLACE
                 ti[ttop] = b
                 ttop += 1
                 placed[b] = True
                 offsets[b] = ob
-                for s in range(s0[b], s1[b]):
-                    tk[ttop] = _FLOOR
-                    ti[ttop] = s
-                    tv[ttop] = floor[s]
-                    ttop += 1
-                    floor[s] = t
-                    load[s] -= size[b]
+                for q in range(_piece(pp, b, single), _piece(pp, b + 1, single)):
+                    t = ob + py0[q] + ph[q]
+                    for s in range(ps0[q], ps1[q]):
+                        tk[ttop] = _FLOOR
+                        ti[ttop] = s
+                        tv[ttop] = floor[s]
+                        ttop += 1
+                        floor[s] = max(floor[s], t)
+                        load[s] -= ph[q]
                 ncut = 0
                 for k in range(s0[b] + 1, s1[b]):
                     cross[k] -= 1
@@ -382,16 +451,22 @@ def search(size, s0, s1, mod, res, lo, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx, tw
                         cuts[ncut] = k
                         ncut += 1
                 hatless = True
+                t = ob + ph[_piece(pp, b, single)]
                 for q in range(nb_ptr[b], nb_ptr[b + 1]):
                     c = nb_idx[q]
-                    if not placed[c]:
-                        hatless = False
-                    if not placed[c] and mf[c] < t:
+                    if placed[c]:
+                        continue
+                    # one piece each: the spans overlap, so the pieces share a section (py0 == 0)
+                    tc = t if single else _shared_top(b, ob, c, pp, ps0, ps1, py0, ph)
+                    if tc == -_BIG:
+                        continue  # only the spans overlap (a gap): nothing of b lies under c
+                    hatless = False
+                    if mf[c] < tc:
                         tk[ttop] = _MF
                         ti[ttop] = c
                         tv[ttop] = mf[c]
                         ttop += 1
-                        mf[c] = t
+                        mf[c] = tc
                 f_hat[d] = hatless
                 rem = f_cnt[d] - 1
                 parts = 1
@@ -432,8 +507,9 @@ def search(size, s0, s1, mod, res, lo, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx, tw
                 mf[x] = tv[ttop]
             else:
                 placed[x] = False
-                for s in range(s0[x], s1[x]):
-                    load[s] += size[x]
+                for q in range(_piece(pp, x, single), _piece(pp, x + 1, single)):
+                    for s in range(ps0[q], ps1[q]):
+                        load[s] += ph[q]
                 for k in range(s0[x] + 1, s1[x]):
                     cross[k] += 1
 

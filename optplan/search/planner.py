@@ -3,6 +3,8 @@
 It answers single-memory problems and multi-memory ones in which every unit has exactly one
 possible memory (each memory is then its own problem); the ``auto`` portfolio hands it such
 sub-problems. Minimization proves the optimal peak by searching upward from the lower bound.
+Units with several footprint pieces are searched too; when a piece starts above its unit's lowest
+byte the search is not complete and claims no proof (see ``engine.INEXACT_NOTE``).
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ def time_parts(units: list[Unit]) -> list[list[Unit]]:
     memory's peak is the highest of theirs), each solved with the ordering that suits it."""
     parts: list[list[Unit]] = []
     end = None
-    for u in sorted((u for u in units if u.pieces), key=lambda u: u.pieces[0][0]):
-        t0, t1 = u.pieces[0][0], u.pieces[0][1]
+    for u in sorted((u for u in units if u.pieces), key=lambda u: u.start):
+        t0, t1 = u.start, u.end
         if end is None or t0 >= end:
             parts.append([])
             end = t1
@@ -80,7 +82,7 @@ def search(problem: Problem, time_limit: float | None = None, seed: int = 0, wor
             messages.append(f"memory {m!r}: {ans.note}")
         if ans.offsets is None:
             complete = False
-            if not ans.note:
+            if ans.timed_out or not ans.note:
                 messages.append(f"memory {m!r}: time limit reached without a plan under the capacity (bound {bound[m]})")
             break
         placements.update(inst.placements(ans.offsets))
@@ -94,8 +96,8 @@ def search(problem: Problem, time_limit: float | None = None, seed: int = 0, wor
             "search_seconds": round(stats.seconds, 3), "runs": stats.runs, "dive_peak": dive_peaks,
             "winning_orderings": sorted(stats.winners)}
     if infeasible:
-        return Result(None, proven_infeasible=True, bound=bound, message="; ".join(messages), stats=info)
+        return Result(None, proven_infeasible=True, bound=bound, message="; ".join(dict.fromkeys(messages)), stats=info)
     if not complete:
-        return Result(None, bound=bound, message="; ".join(messages), stats=info)
+        return Result(None, bound=bound, message="; ".join(dict.fromkeys(messages)), stats=info)
     return Result(placements, proven_optimal=optimal and objective == "min-peak", bound=bound,
-                  message="; ".join(messages), stats=info)
+                  message="; ".join(dict.fromkeys(messages)), stats=info)

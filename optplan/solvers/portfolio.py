@@ -207,11 +207,9 @@ def solve_part(part: Part, seconds: float | None, settings: Settings, objective:
     if reached(incumbent):
         return part_result(part, None, incumbent, False, False, None, "", stats)
 
-    # 1. the exact search engine (issue 5) where registered, for single-memory parts without gaps
-    # (it places one rectangle per unit and counts that rectangle's top as the unit's)
-    gapped = any(part.problem.buffer(bid).gaps for u in part.units for bid, _ in u.members)
+    # 1. the exact search engine (issue 5) where registered, for single-memory parts
     for name in SEARCH_MEMBERS:
-        if name not in planners.names() or len(part.memories) != 1 or len(part.units) > SEARCH_MAX_UNITS or gapped:
+        if name not in planners.names() or len(part.memories) != 1 or len(part.units) > SEARCH_MAX_UNITS:
             continue
         try:
             plan = planners.solve(part.sub_problem, name, time_limit=left() * SEARCH_SHARE if seconds is not None else None,
