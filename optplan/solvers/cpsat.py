@@ -36,7 +36,6 @@ from optplan.solvers.reduce import (
     merge,
     order_choices,
     reduce,
-    top,
 )
 
 _INT_LIMIT = 1 << 62  # CP-SAT objectives and domains must stay inside int64
@@ -114,7 +113,7 @@ class PartModel:
         for i, (m, o) in self.fixed.items():
             if m in fixed_top:
                 if fixed_count:
-                    fixed_top[m] = max(fixed_top[m], o + top(units[i]))
+                    fixed_top[m] = max(fixed_top[m], o + units[i].top)
                 reach[m] = max(reach[m], o + units[i].high)
         for i in self.active:
             u = units[i]
@@ -123,7 +122,7 @@ class PartModel:
                     if m in reach:
                         reach[m] = max(reach[m], u.fixed_offset + u.high)
                         if len(u.memories) == 1:
-                            fixed_top[m] = max(fixed_top[m], u.fixed_offset + top(u))
+                            fixed_top[m] = max(fixed_top[m], u.fixed_offset + u.top)
         stack = {m: reach[m] + sum(units[i].height + units[i].modulus[m][0] - 1 - min(units[i].low, 0)
                                    for i in self.active if m in units[i].memories and units[i].fixed_offset is None)
                  for m in mems}
@@ -168,7 +167,7 @@ class PartModel:
                     self._align(i, *u.modulus[m], m, x, lo, cap_hi)
                 enf = [] if x is None else [x]
                 model.add(o + u.high <= self.room[m]).only_enforce_if(enf)
-                model.add(self.peak[m] >= o + top(u)).only_enforce_if(enf)
+                model.add(self.peak[m] >= o + u.top).only_enforce_if(enf)
                 for a, b, y0, y1 in u.pieces:
                     if x is None:
                         xi = model.new_fixed_size_interval_var(a, b - a, "")
@@ -262,7 +261,7 @@ class PartModel:
                 if x is not None:
                     self.model.add_hint(x, mm == m)
             if m in peak:
-                peak[m] = max(peak[m], o + top(u))
+                peak[m] = max(peak[m], o + u.top)
         for m in self.memories:
             self.model.add_hint(self.peak[m], min(peak[m], self.horizon[m]))
         for k, i, m, r, memory in self.ks:
@@ -353,7 +352,7 @@ def part_peaks(part: Part, choices: Sequence[Choice]) -> dict[str, int]:
     """Per-memory peak of a part's plan, in grid units."""
     peak = {m: 0 for m in part.memories}
     for u, (m, o) in zip(part.scaled, choices):
-        peak[m] = max(peak[m], o + top(u))
+        peak[m] = max(peak[m], o + u.top)
     return peak
 
 

@@ -67,7 +67,6 @@ from optplan.solvers.reduce import (
     identical_groups,
     order_choices,
     settle,
-    top,
 )
 from optplan.validate import validate
 
@@ -160,7 +159,7 @@ def build_model(part: Part, objective: str = "min-peak", incumbent: Sequence[Cho
     lp = pulp.LpProblem("optplan", pulp.LpMinimize)
 
     # horizon per memory: no optimal (or, for "feasible", no needed) plan goes above it
-    fixed_top = {m: max((u.fixed_offset + top(u) for u in units if u.fixed_offset is not None and m in u.memories),
+    fixed_top = {m: max((u.fixed_offset + u.top for u in units if u.fixed_offset is not None and m in u.memories),
                         default=0) for m in mems}
     horizon = {}
     for m in mems:
@@ -190,7 +189,7 @@ def build_model(part: Part, objective: str = "min-peak", incumbent: Sequence[Cho
     for i, u in enumerate(units):
         lo_i = -u.low if u.fixed_offset is None else u.fixed_offset
         for m in u.memories:
-            room = horizon[m] - top(u)
+            room = horizon[m] - u.top
             if part.capacity[m] is not None:
                 room = min(room, part.capacity[m] - u.high)
             hi[i, m] = room if u.fixed_offset is None else min(room, u.fixed_offset)  # < lo: cannot go to m
@@ -228,7 +227,7 @@ def build_model(part: Part, objective: str = "min-peak", incumbent: Sequence[Cho
             if hi[i, m] < hi_i:  # (for a unit with one memory: a row that says it cannot fit)
                 lp += o <= hi[i, m] + (hi_i - hi[i, m]) * (1 - X[m]), f"room_{i}_{jx[m]}"
             if u.pieces:
-                lp += peak[m] >= o + top(u) - (hi_i + top(u)) * (1 - X[m]), f"top_{i}_{jx[m]}"
+                lp += peak[m] >= o + u.top - (hi_i + u.top) * (1 - X[m]), f"top_{i}_{jx[m]}"
 
     # disjunctions for the pieces of units that may collide
     groups = identical_groups(units) if symmetry else []

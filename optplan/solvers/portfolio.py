@@ -32,7 +32,7 @@ from optplan.solvers.cpsat import (
     part_result,
     run,
 )
-from optplan.solvers.reduce import Choice, Part, Reduction, merge, reduce, settle, top
+from optplan.solvers.reduce import Choice, Part, Reduction, merge, reduce, settle
 
 HEURISTIC_SHARE = 0.25  # of the time limit, for all heuristics together
 PREFERRED = ("linear-scan", "greedy-size")  # run first: cheap, and the best ones on large instances
@@ -337,7 +337,7 @@ def lns(part: Part, incumbent: list[Choice], settings: Settings, objective: str,
     cur = list(incumbent)
     while left() > 0.5 and n > 1 and not goal(cur):
         peak = part_peaks(part, cur)
-        tops = [cur[i][1] + top(units[i]) for i in range(n)]
+        tops = [cur[i][1] + units[i].top for i in range(n)]
         at_peak = [i for i in range(n) if tops[i] >= peak[cur[i][0]] and peak[cur[i][0]] > part.lower[cur[i][0]]]
         if not at_peak:
             break
@@ -370,7 +370,7 @@ def lns(part: Part, incumbent: list[Choice], settings: Settings, objective: str,
             new_top = {}
             for i in free:
                 m = new[i][0]
-                new_top[m] = max(new_top.get(m, 0), new[i][1] + top(units[i]))
+                new_top[m] = max(new_top.get(m, 0), new[i][1] + units[i].top)
             gain = sum(w[m] * v for m, v in new_top.items()) < sum(w[m] * v for m, v in region_top.items())
             if gain and not _better(part, cur, new):
                 cur = new

@@ -212,12 +212,6 @@ def scale_unit(u: Unit, g: int) -> Unit:
                    pieces=tuple((a, b, y0 // g, y1 // g) for a, b, y0, y1 in u.pieces))
 
 
-def top(u: Unit) -> int:
-    """Highest byte + 1 of a member that stores bytes, relative to the root: what the peak
-    counts (``Unit.top``; a gap's window may leave it above every piece)."""
-    return u.top
-
-
 def conflict_pairs(units: Sequence[Unit]) -> np.ndarray:
     """Index pairs ``(i, j)``, i < j, of units alive at a common step with a memory in common.
 
