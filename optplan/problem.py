@@ -452,7 +452,8 @@ def _build_units(p: Problem) -> tuple[Unit, ...]:
             if mr is None:
                 continue
             cap = mems[m].capacity
-            if cap is not None and high - low > cap and len(members) > 1:
+            lowest = -low + (mr[1] + low) % mr[0]  # the group's lowest legal root offset
+            if cap is not None and lowest + high > cap and len(members) > 1:
                 continue
             if fixed is not None and (fixed % mr[0] != mr[1] or (cap is not None and fixed + high > cap)):
                 continue
