@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
 from optplan.errors import ProblemError
+from optplan.formats import read_problem
 from optplan.plan import Placement, Status
 from optplan.planners import solve
 from optplan.problem import Buffer, Memory, Problem, RelativePlacement
@@ -141,6 +142,16 @@ def test_deterministic_mode_repeats(seed: int) -> None:
     a = solve(p, "cpsat", time_limit=5, workers=2, seed=seed, deterministic=True)
     b = solve(p, "cpsat", time_limit=5, workers=2, seed=seed, deterministic=True)
     assert a.placements == b.placements
+
+
+def test_a_deterministic_run_stopped_by_the_wall_clock_cap_says_so(monkeypatch, shared) -> None:
+    """The cap only keeps a run from hanging; a plan it cut short may not repeat, so it is reported."""
+    from optplan.solvers import cpsat
+    monkeypatch.setattr(cpsat, "DETERMINISTIC_WALL_FACTOR", 0.01)  # 1 deterministic s -> 10 ms of wall time
+    p = read_problem(shared / "minimalloc" / "A.1048576.csv")
+    plan = solve(p, "cpsat", time_limit=1, workers=1, deterministic=True)
+    assert plan.stats["deterministic_wall_capped"] >= 1
+    assert "deterministic_wall_capped" not in solve(p, "cpsat", time_limit=1, workers=1).stats
 
 
 def test_objective_beyond_64_bits_is_reported_not_wrapped() -> None:

@@ -59,15 +59,23 @@ class Outcome:
     dtime: float = 0.0
 
 
+# Deterministic runs stop on CP-SAT's deterministic time, which does not depend on load; wall
+# time caps them only so that a run cannot hang. One deterministic second took 4-11 wall seconds
+# on a loaded 2-core machine, so a 3x cap fired routinely and --deterministic plans varied. When
+# the cap fires the plan says so (stats "deterministic_wall_capped").
+DETERMINISTIC_WALL_FACTOR = 10.0
+
+
 @dataclass
 class Settings:
-    """Solver options shared by every CP-SAT run of one planner call."""
+    """Solver options shared by every CP-SAT run of one planner call (and a count of cut-short runs)."""
 
     workers: int = 2
     seed: int = 0
     deterministic: bool = False
     log: bool = False
     extra: dict[str, object] = field(default_factory=dict)
+    wall_capped: int = 0  # deterministic runs stopped by the wall-clock cap: their results may not repeat
 
     def apply(self, solver: cp_model.CpSolver, seconds: float) -> None:
         p = solver.parameters
@@ -78,7 +86,7 @@ class Settings:
         if self.deterministic:
             # deterministic time is the planned stop (reproducible); wall time only a hard cap
             p.max_deterministic_time = seconds
-            p.max_time_in_seconds = seconds * 3
+            p.max_time_in_seconds = seconds * DETERMINISTIC_WALL_FACTOR
             if p.num_workers > 1:
                 p.interleave_search = True
         else:
@@ -335,6 +343,9 @@ def run(pm: PartModel, settings: Settings, seconds: float, report=None, stall: f
         stop.set()
     out = Outcome(None, status=solver.status_name(status), seconds=time.perf_counter() - t0,
                   dtime=solver.deterministic_time)
+    if (settings.deterministic and status not in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
+            and out.dtime < 0.99 * solver.parameters.max_deterministic_time):  # stopped by the wall clock
+        settings.wall_capped += 1
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         out.choices = [c for _, c in sorted(pm.read(solver).items())]
         if pm.objective != "feasible":
@@ -488,6 +499,9 @@ def cpsat_planner(problem: Problem, time_limit: float | None = None, workers: in
                   objective: str = "min-peak", deterministic: bool = False, progress=None) -> Result:
     """CP-SAT on each independent part (user hints as warm start), no heuristics."""
     settings = Settings(workers, seed, deterministic)
-    return solve_parts(problem, objective, time_limit, settings,
-                       lambda part, share, rep: solve_part_cpsat(part, share, settings, objective, None, rep),
-                       progress)
+    result = solve_parts(problem, objective, time_limit, settings,
+                         lambda part, share, rep: solve_part_cpsat(part, share, settings, objective, None, rep),
+                         progress)
+    if settings.wall_capped:
+        result.stats["deterministic_wall_capped"] = settings.wall_capped
+    return result

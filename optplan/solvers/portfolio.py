@@ -111,7 +111,7 @@ def auto(problem: Problem, time_limit: float | None = None, workers: int = 2, se
         stats["elastic_start"] = None if rbest is None else f"{rbest.planner}: {rbest.objective_value}"
         red = reduce(relaxed, "min-peak")
         merged = _solve_parts(red, rbest, time_limit, t0, settings, "min-peak", seed, progress, goal=problem)
-        merged.stats.update(stats)
+        merged.stats.update(stats, **_capped(settings))
         peak = peaks(problem, merged.placements or {})
         over = [m.name for m in problem.memories if m.capacity is not None and merged.placements is not None
                 and peak[m.name] > m.capacity]
@@ -128,10 +128,15 @@ def auto(problem: Problem, time_limit: float | None = None, workers: int = 2, se
                       + (f" (best found needs {peak[where]} bytes)" if over else ""))
     red = reduce(problem, objective)
     merged = _solve_parts(red, best, time_limit, t0, settings, objective, seed, progress)
-    merged.stats.update(stats)
+    merged.stats.update(stats, **_capped(settings))
     if merged.placements is None and best is not None and best.found and not merged.proven_infeasible:
         return Result(best.placements, bound=best.lower_bound, message=merged.message, stats=merged.stats)
     return merged
+
+
+def _capped(settings: Settings) -> dict[str, int]:
+    """Say when a deterministic CP-SAT run hit its wall-clock cap: that plan may not repeat."""
+    return {"deterministic_wall_capped": settings.wall_capped} if settings.wall_capped else {}
 
 
 def _elastic_ok(problem: Problem) -> bool:
@@ -297,7 +302,7 @@ def _better(part: Part, a: list[Choice], b: list[Choice]) -> bool:
 class Budget:
     """Time left for one part: wall-clock, or in deterministic mode CP-SAT's deterministic time
     (reproducible, so the wall-clock limit is only approximate there: every CP-SAT run is capped
-    at 3x its budget in wall time, see ``Settings``)."""
+    at ``cpsat.DETERMINISTIC_WALL_FACTOR`` x its budget in wall time, see ``Settings``)."""
 
     def __init__(self, seconds: float | None, deterministic: bool) -> None:
         self.seconds, self.deterministic = seconds, deterministic
