@@ -147,13 +147,16 @@ def check_each_ordering(problem: Problem) -> None:
     inst = build(problem, "m", list(problem.units))
     assume(inst.n > 0)
     for o in engine.orderings(inst, seed=optimum):
-        for cap, expected in ((optimum - 1, kernel.INFEASIBLE), (optimum, kernel.FOUND)):
-            out = np.zeros(inst.n, np.int64)
-            status, _ = kernel.search(*o.args, np.int64(inst.scaled_capacity(cap)), np.int64(10**7),
-                                      np.zeros(1, np.int64), out)
-            assert status == expected, (o.name, cap, optimum)
-            if expected == kernel.FOUND:
-                assert validate(problem.with_capacity(10**6), inst.placements(o.unpermute(out))) == []
+        # without the failed-state table, then with one table kept across both capacities (as the
+        # engine keeps it): a key without the capacity would find the failures at optimum - 1
+        for table in (engine.NO_TABLE, engine.table_of(o, 64)):
+            for cap, expected in ((optimum - 1, kernel.INFEASIBLE), (optimum, kernel.FOUND)):
+                out = np.zeros(inst.n, np.int64)
+                status, _ = kernel.search(*o.args, np.int64(inst.scaled_capacity(cap)), np.int64(10**7),
+                                          np.zeros(1, np.int64), out, *table)
+                assert status == expected, (o.name, cap, optimum, len(table[0]))
+                if expected == kernel.FOUND:
+                    assert validate(problem.with_capacity(10**6), inst.placements(o.unpermute(out))) == []
 
 
 @st.composite
@@ -250,7 +253,7 @@ def test_lift_rule_is_exactly_as_strong_as_the_support_below() -> None:
     o = ordered(inst, "given", np.arange(inst.n, dtype=np.int64))
     for cap, expected in ((5, kernel.INFEASIBLE), (6, kernel.FOUND)):
         out = np.zeros(inst.n, np.int64)
-        status, _ = kernel.search(*o.args, np.int64(cap), np.int64(10**5), np.zeros(1, np.int64), out)
+        status, _ = kernel.search(*o.args, np.int64(cap), np.int64(10**5), np.zeros(1, np.int64), out, *engine.NO_TABLE)
         assert status == expected, cap
     assert validate(p, inst.placements(o.unpermute(out))) == [] and out.tolist() == [0, 2, 2, 3, 5]
 
@@ -373,3 +376,64 @@ def test_large_instances_fall_back_to_the_skyline_dive(monkeypatch) -> None:
     assert plan.found and "dive only" in plan.message  # the registry validated it
     assert plan.peak["m"] >= plan.lower_bound["m"]
     assert plan.peak["m"] <= solve(problem, "naive").peak["m"]
+
+
+def random_overlapping(seed: int, n: int) -> Problem:
+    """Buffers with random sizes and lifetimes, some aligned: the search branches and meets the
+    same states again along different paths (what the failed-state table is for)."""
+    rng = random.Random(seed)
+    buffers = []
+    for i in range(n):
+        start = rng.randint(0, 9)
+        buffers.append(Buffer(f"b{i}", rng.randint(1, 9), start, start + rng.randint(1, 6),
+                              alignment=rng.choice([1, 1, 1, 2, 3])))
+    return Problem(tuple(buffers))
+
+
+def run_with_restarts(o, cap: int, table, first: int) -> tuple[int, int, np.ndarray]:
+    """The engine's restart pattern on one ordering: node limits doubling from ``first``, one
+    table kept throughout (None: the engine's, growing with the limit). Returns (status, nodes
+    of the last run, offsets)."""
+    limit = first
+    while True:
+        out = np.zeros(len(o.perm), np.int64)
+        tab = engine.table_of(o, 1 << 12, limit) if table is None else table
+        status, nodes = kernel.search(*o.args, np.int64(cap), np.int64(limit), np.zeros(1, np.int64), out, *tab)
+        if status != kernel.LIMIT:
+            return status, nodes, out
+        limit *= 2
+
+
+def test_failed_state_table_changes_node_counts_not_answers() -> None:
+    """With the table every ordering must give the table-free search's answer at every capacity
+    from the load bound to the first that fits (the same first plan, in no more nodes), also when
+    the table is kept across restarts cut off by small node budgets and across capacities, and it
+    must actually cut subtrees. A key missing L, the floors, the members or the capacity, or a
+    store on a budget cut-off, makes this fail (checked by mutating the kernel)."""
+    hits = 0
+    for seed in range(24):
+        p = random_overlapping(seed, 13 + seed % 4)
+        inst = build(p, "mem", list(p.units))
+        low = int(engine.section_totals(inst).max())
+        for o in engine.orderings(inst, seed=seed):
+            kept = engine.table_of(o, 1 << 12)
+            growing = ordered(inst, o.name, o.perm)  # its table grows from 1024 slots as limits double
+            for cap in range(low, low + 40):
+                out = np.zeros(inst.n, np.int64)
+                status, nodes = kernel.search(*o.args, np.int64(cap), np.int64(10**7), np.zeros(1, np.int64), out,
+                                              *engine.NO_TABLE)
+                assert status != kernel.LIMIT
+                fresh = engine.table_of(ordered(inst, o.name, o.perm), 1 << 12)
+                for table, first in ((fresh, 10**7), (kept, 10**7), (None, 1)):
+                    got, got_nodes, got_out = run_with_restarts(growing if table is None else o, cap, table, first)
+                    assert got == status, (seed, o.name, cap, status, got, first)
+                    if first > 1:
+                        assert got_nodes <= nodes
+                    if status == kernel.FOUND:
+                        assert got_out.tolist() == out.tolist()
+                hits += fresh[0][0]
+                if status == kernel.FOUND:
+                    assert validate(p, inst.placements(o.unpermute(out))) == []
+                    break
+            hits += kept[0][0] + growing.table[0]
+    assert hits > 1000

@@ -23,6 +23,8 @@ from optplan.search import kernel
 from optplan.search.instance import MAX_PAIRS, Instance, Ordered, ordered
 
 FIRST_LIMIT = 2000
+TABLE_SLOTS = 1 << 20  # failed-state table per ordering and process: 2 words a slot (16 MiB, touched lazily)
+NO_TABLE = (np.zeros(0, np.int64), np.zeros((2, 0), np.int64))
 _compile_seconds: float | None = None
 
 
@@ -39,7 +41,7 @@ def ensure_compiled() -> float:
         pp = np.arange(3, dtype=np.int64)
         kernel.search(one, s0, s1, pp, s0, s1, zero, one, one, zero, zero, one, -one, ptr, idx, np.zeros(3, np.int64),
                       np.zeros(0, np.int64), -one, np.int64(3), np.int64(2), np.int64(100),
-                      np.zeros(1, np.int64), np.zeros(2, np.int64))
+                      np.zeros(1, np.int64), np.zeros(2, np.int64), *NO_TABLE)
         _compile_seconds = time.perf_counter() - t0
     return _compile_seconds
 
@@ -94,6 +96,32 @@ def orderings(inst: Instance, seed: int = 0) -> list[Ordered]:
 
 # -- decisions -------------------------------------------------------------------------------
 
+def table_of(o: Ordered, slots: int | None = None, nodes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The ordering's failed-state table and its random words, allocated on first use in this
+    process and kept for its later runs (restarts, other capacities: the key includes the
+    capacity); a forked worker's table dies with it. ``slots``: at most this many (None:
+    ``TABLE_SLOTS``; < 2: no table); ``nodes``: the next run's budget, which sizes the table
+    (twice as many slots, at least 1024), the keys moving into a larger one as budgets grow:
+    a large table costs a page fault per page a short run touches. Fresh random words per table
+    keep the collision bound in the kernel docstring independent of the instance."""
+    slots = TABLE_SLOTS if slots is None else slots
+    if slots < 2:
+        return NO_TABLE
+    want = 1 << (slots.bit_length() - 1)  # a power of two
+    if nodes is not None:
+        want = min(want, 1 << max(10, int(2 * nodes - 1).bit_length()))
+    if o.table is None or o.zob is None:
+        info = np.iinfo(np.int64)
+        words = kernel.table_words(len(o.perm), int(o.args[-1]))
+        o.zob = np.random.default_rng().integers(info.min, info.max, size=(2, words), dtype=np.int64, endpoint=True)
+    if o.table is None or o.table.shape[0] < 2 + 2 * want:
+        table = np.zeros(2 + 2 * want, np.int64)
+        if o.table is not None:
+            kernel.move_table(o.table, table)
+        o.table = table
+    return o.table, o.zob
+
+
 @dataclass
 class Stats:
     nodes: int = 0
@@ -128,7 +156,7 @@ def dive(ords: list[Ordered], n: int, lb: int = 0) -> tuple[np.ndarray | None, i
     for o in ords:
         out = np.zeros(n, np.int64)
         t0 = time.perf_counter()
-        status, nodes = kernel.search(*o.args, np.int64(1) << 60, np.int64(n + 1), stop, out)
+        status, nodes = kernel.search(*o.args, np.int64(1) << 60, np.int64(n + 1), stop, out, *NO_TABLE)
         stats.seconds += time.perf_counter() - t0
         stats.nodes += nodes
         stats.runs += 1
@@ -141,10 +169,12 @@ def dive(ords: list[Ordered], n: int, lb: int = 0) -> tuple[np.ndarray | None, i
     return best, best_top, stats
 
 
-def decide(ords: list[Ordered], n: int, cap: int, deadline: float, stop: np.ndarray, exact: bool = True) -> Outcome:
+def decide(ords: list[Ordered], n: int, cap: int, deadline: float, stop: np.ndarray, exact: bool = True,
+           slots: int | None = None) -> Outcome:
     """Round-robin over ``ords`` with node limits growing fourfold until a plan, a proof, or the
     deadline. Not ``exact``: an ordering's INFEASIBLE only retires it (another ordering's
-    canonical plans may differ); INFEASIBLE once all are retired."""
+    canonical plans may differ); INFEASIBLE once all are retired. Each ordering keeps its
+    failed-state table (``slots`` slots) across its restarts: a restart skips what failed before."""
     stats = Stats()
     limit = FIRST_LIMIT
     ords = list(ords)
@@ -157,7 +187,7 @@ def decide(ords: list[Ordered], n: int, cap: int, deadline: float, stop: np.ndar
             budget = max(1000, min(limit, int(rate * remaining) + 1))
             out = np.zeros(n, np.int64)
             t0 = time.perf_counter()
-            status, nodes = kernel.search(*o.args, np.int64(cap), np.int64(budget), stop, out)
+            status, nodes = kernel.search(*o.args, np.int64(cap), np.int64(budget), stop, out, *table_of(o, slots, budget))
             stats.seconds += time.perf_counter() - t0
             stats.nodes += nodes
             stats.runs += 1
@@ -172,9 +202,10 @@ def decide(ords: list[Ordered], n: int, cap: int, deadline: float, stop: np.ndar
     return Outcome(kernel.INFEASIBLE, None, stats)
 
 
-def _child(ords: list[Ordered], n: int, cap: int, deadline: float, flag: object, conn: object, exact: bool) -> None:
+def _child(ords: list[Ordered], n: int, cap: int, deadline: float, flag: object, conn: object, exact: bool,
+           slots: int | None) -> None:
     stop = np.frombuffer(flag, dtype=np.int64)  # type: ignore[arg-type]
-    out = decide(ords, n, cap, deadline, stop, exact)
+    out = decide(ords, n, cap, deadline, stop, exact, slots)
     if out.status == kernel.FOUND or (exact and out.status == kernel.INFEASIBLE):
         stop[0] = 1
     conn.send(out)  # type: ignore[attr-defined]
@@ -182,23 +213,23 @@ def _child(ords: list[Ordered], n: int, cap: int, deadline: float, flag: object,
 
 
 def decide_parallel(ords: list[Ordered], n: int, cap: int, deadline: float, workers: int,
-                    exact: bool = True) -> Outcome:
+                    exact: bool = True, slots: int | None = None) -> Outcome:
     """``decide`` with the orderings dealt out to ``workers`` processes (forked: the compiled
     kernels come along); the first plan or proof stops the others."""
     workers = min(workers, len(ords))
     if workers <= 1 or "fork" not in mp.get_all_start_methods():
-        return decide(ords, n, cap, deadline, np.zeros(1, np.int64), exact)
+        return decide(ords, n, cap, deadline, np.zeros(1, np.int64), exact, slots)
     ctx = mp.get_context("fork")
     flag = ctx.RawArray("q", 1)
     stop = np.frombuffer(flag, dtype=np.int64)
     children = []
     for k in range(1, workers):
         recv, send = ctx.Pipe(duplex=False)
-        p = ctx.Process(target=_child, args=(ords[k::workers], n, cap, deadline, flag, send, exact), daemon=True)
+        p = ctx.Process(target=_child, args=(ords[k::workers], n, cap, deadline, flag, send, exact, slots), daemon=True)
         p.start()
         send.close()
         children.append((p, recv))
-    outs = [decide(ords[0::workers], n, cap, deadline, stop, exact)]
+    outs = [decide(ords[0::workers], n, cap, deadline, stop, exact, slots)]
     if outs[0].status == kernel.FOUND or (exact and outs[0].status == kernel.INFEASIBLE):
         stop[0] = 1
     for p, recv in children:
@@ -277,11 +308,13 @@ INEXACT_NOTE = ("a piece starts above its unit's lowest byte (a relative member 
 
 
 def solve(inst: Instance, capacity: int | None, lower: int, objective: str, time_limit: float,
-          workers: int = 1, seed: int = 0, progress: Callable[[dict], None] | None = None) -> Answer:
+          workers: int = 1, seed: int = 0, progress: Callable[[dict], None] | None = None,
+          table_slots: int | None = None) -> Answer:
     """Feasibility at ``capacity`` ("feasible") or the optimal peak <= ``capacity`` ("min-peak").
 
     When ``inst.exact`` is false the kernel's INFEASIBLE only says that the search cannot find a
-    plan under that capacity (``floor``), not that none exists: the proven bound stays ``lower``."""
+    plan under that capacity (``floor``), not that none exists: the proven bound stays ``lower``.
+    ``table_slots``: size of each ordering's failed-state table (None: ``TABLE_SLOTS``; 0: none)."""
     t_start = time.perf_counter()
     deadline = t_start + time_limit
     g = inst.scale
@@ -328,7 +361,7 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: str, time
     if best is None and cap is not None:
         # a plan under the capacity first: upward steps alone may not reach it in time
         share = deadline if objective == "feasible" or lb >= cap else t_start + 0.5 * time_limit
-        out = decide_parallel(ords, inst.n, cap, share, workers, exact)
+        out = decide_parallel(ords, inst.n, cap, share, workers, exact, table_slots)
         stats.add(out.stats)
         if out.status == kernel.INFEASIBLE:
             refuted(cap)
@@ -343,7 +376,7 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: str, time
     if best is None:
         # no plan under the capacity yet: prove capacities upward until one admits a plan
         while floor <= (cap if cap is not None else 1 << 60):
-            out = decide_parallel(ords, inst.n, floor, deadline, workers, exact)
+            out = decide_parallel(ords, inst.n, floor, deadline, workers, exact, table_slots)
             stats.add(out.stats)
             if out.status == kernel.FOUND:
                 best, best_top = out.offsets, int((out.offsets + inst.size).max())
@@ -361,7 +394,8 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: str, time
         for target in dict.fromkeys((floor, max(floor, best_top - step))):
             if time.perf_counter() >= deadline:
                 return answer(True)
-            out = decide_parallel(ords, inst.n, target, min(deadline, time.perf_counter() + slice_s), workers, exact)
+            out = decide_parallel(ords, inst.n, target, min(deadline, time.perf_counter() + slice_s), workers, exact,
+                                  table_slots)
             stats.add(out.stats)
             if out.status == kernel.FOUND:
                 best, best_top = out.offsets, int((out.offsets + inst.size).max())

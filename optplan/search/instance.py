@@ -170,6 +170,8 @@ class Ordered:
     name: str
     perm: np.ndarray  # rank -> index in the Instance
     args: tuple  # the search's array arguments, in rank order
+    table: np.ndarray | None = None  # the search's failed-state table and its random words (engine.table_of)
+    zob: np.ndarray | None = None
 
     def unpermute(self, offsets: np.ndarray) -> np.ndarray:
         out = np.empty_like(offsets)

@@ -50,6 +50,31 @@ lies below, nor after it, whose pieces all start above its old offset), so INFEA
   fails, the node fails. The reference plan keeps ``b`` at its lowest offset (no floor under its
   pieces changes any more), so its next unit comes no later than ``b`` in (offset, index) order:
   it was ``b`` or a candidate already tried.
+
+Failed-state table (a transposition table of failures). A frame whose candidates are exhausted
+(entry checks, hatless, or every candidate's subtree failed back to it) has found that its
+component cannot be completed from its state; the state's key is stored, and a frame entered
+with a stored key fails at once. Sound because what the search does below a frame until its
+component is complete is a function of the key: the capacity, the placed set, the floors (an
+unplaced unit's lowest offset ``mf`` is the highest floor under its pieces less their ``py0``, or
+``lo``: offsets are >= ``lo`` >= 0, so a covered section's floor is > 0), the component's unplaced
+members and ``L``, ``Li`` determine every rule above (candidates, dominance bounds, twins, fixed
+units, sections and lift, hatless, and decomposition: the parts, their order by slack from floors
+and load, their members), with the ordering's static arrays. Nothing else enters: the components
+pending below are reached only once this one is complete (their failure jumps past the frame,
+which is then not stored); the pool grows rather than skip a split; LIMIT (node budget, stop
+flag) returns at once, so a cut-off subtree is never stored. By induction over the order of
+stores, the table-free search below a stored key fails too: the table changes node counts, never
+the answer, and INFEASIBLE stays a proof. Keys are two 64-bit Zobrist hashes: XORs of random words
+drawn afresh per table (engine) for the capacity, each placed unit, each component member, ``Li``,
+and ``fmix64(word ^ v * phi)`` for each section's floor ``v`` and for ``L``; placing a unit XORs in
+its word and each raised floor's old and new words, a frame keeps the hashes from before its
+placement for backtracking, and a component's member hash is built at a split and continued by
+XOR-ing out the unit placed. Two different states differ in a non-empty set of words; taking these
+as independent and uniform, both hashes agree with probability 2^-128, and with two keys compared
+per lookup a false hit within 2^40 lookups (far beyond any run) has probability below 2^-87. The
+all-zero key marks an empty slot and is never stored. Buckets hold two keys, newest first: a full
+table forgets failures, never invents them.
 """
 
 from __future__ import annotations
@@ -60,6 +85,30 @@ from numba import njit
 FOUND, INFEASIBLE, LIMIT = 1, 0, 2
 _PLACE, _FLOOR, _MF = 0, 1, 2
 _BIG = np.int64(1) << np.int64(62)
+_M1 = np.int64(-49064778989728563)  # 0xff51afd7ed558ccd, 0xc4ceb9fe1a85ec53: MurmurHash3's fmix64
+_M2 = np.int64(-4265267296055464877)
+_PHI = np.int64(-7046029254386353131)  # 0x9e3779b97f4a7c15: odd, so v -> v * _PHI is a bijection
+_LOW31 = np.int64((1 << 31) - 1)
+
+
+def table_words(n: int, nsec: int) -> int:
+    """Random words per hash the failed-state table needs (``zob`` has two rows of this many):
+    placed units, component members, last unit placed (+1 for none), sections, L, capacity."""
+    return 3 * n + 1 + nsec + 2
+
+
+@njit(cache=True, inline="always")
+def _mix(x):
+    """MurmurHash3's 64-bit finalizer (wrapping int64 arithmetic, logical shifts)."""
+    x = (x ^ ((x >> 33) & _LOW31)) * _M1
+    x = (x ^ ((x >> 33) & _LOW31)) * _M2
+    return x ^ ((x >> 33) & _LOW31)
+
+
+@njit(cache=True, inline="always")
+def _word(key, v):
+    """The Zobrist word of value ``v`` under the random ``key`` (a section's floor, L)."""
+    return _mix(key ^ (v * _PHI))
 
 
 @njit(cache=True, inline="always")
@@ -69,9 +118,11 @@ def _align(x, m, r):
 
 @njit(cache=True)
 def _push_split(members, nmem, cuts, ncut, s0, s1, floor, load, cap, pool, pool_top,
-                pend_start, pend_len, pend_cnt, pend_L, pend_Li, pend_owner, pt, owner):
+                pend_start, pend_len, pend_cnt, pend_L, pend_Li, pend_owner, pt, owner,
+                use_tt, zob, zc, pend_h1, pend_h2):
     """Split ``members`` (unplaced, in index order) at the time cuts and push one pending
-    component per non-empty part, the least slack on top. Returns (pool_top, pt, parts)."""
+    component per non-empty part, the least slack on top (``pool`` has room for ``nmem`` more).
+    With the table, each part's member hash (words ``zob[:, zc + i]``) goes to ``pend_h1/2``. Returns (pool_top, pt, parts)."""
     seg = np.empty(nmem, np.int64)
     cnt = np.zeros(ncut + 1, np.int64)
     smin = np.full(ncut + 1, _BIG, np.int64)
@@ -87,8 +138,8 @@ def _push_split(members, nmem, cuts, ncut, s0, s1, floor, load, cap, pool, pool_
     for j in range(ncut + 1):
         if cnt[j] > 0:
             parts += 1
-    if parts < 2 or pool_top + nmem > pool.shape[0]:
-        return pool_top, pt, min(parts, 1)  # one part (or no room to split): the caller continues
+    if parts < 2:
+        return pool_top, pt, parts  # one part: the caller continues
     slack = np.full(ncut + 1, _BIG, np.int64)
     start = np.zeros(ncut + 1, np.int64)
     pos = pool_top
@@ -117,8 +168,35 @@ def _push_split(members, nmem, cuts, ncut, s0, s1, floor, load, cap, pool, pool_
         pend_L[pt] = -1
         pend_Li[pt] = -1
         pend_owner[pt] = owner
+        h1 = np.int64(0)
+        h2 = np.int64(0)
+        if use_tt:
+            for p in range(start[best], start[best] + cnt[best]):
+                h1 ^= zob[0, zc + pool[p]]
+                h2 ^= zob[1, zc + pool[p]]
+        pend_h1[pt] = h1
+        pend_h2[pt] = h2
         pt += 1
     return pos, pt, parts
+
+
+@njit(cache=True)
+def move_table(src, dst):
+    """Copy the keys of failed-state table ``src`` into the (larger, empty) ``dst``, older
+    before newer so that each bucket keeps its newest first; hit and store counts carry over."""
+    dst[0] = src[0]
+    dst[1] = src[1]
+    nbk = (dst.shape[0] - 2) // 4
+    for second in range(2, -1, -2):
+        for at in range(2 + second, src.shape[0], 4):
+            k1 = src[at]
+            k2 = src[at + 1]
+            if k1 != 0 or k2 != 0:
+                to = 2 + 4 * (k1 & (nbk - 1))
+                dst[to + 2] = dst[to]
+                dst[to + 3] = dst[to + 1]
+                dst[to] = k1
+                dst[to + 1] = k2
 
 
 @njit(cache=True, inline="always")
@@ -153,9 +231,14 @@ def _collide(b, ob, f, of, pp, ps0, ps1, py0, ph):
 
 @njit(cache=True)
 def search(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx,
-           twin, nsec, cap, node_limit, stop, offsets):
+           twin, nsec, cap, node_limit, stop, offsets, table, zob):
     """Is there a canonical plan with every top <= ``cap``? Returns (status, nodes); on FOUND
     ``offsets`` holds it. LIMIT: ``node_limit`` nodes spent or ``stop[0]`` set by another worker.
+
+    ``table``: the failed-state table (module docstring), kept across calls on the same ordering:
+    ``table[0]`` counts hits, ``table[1]`` stores, then 2-slot buckets of two words per key
+    (length ``2 + 2 * slots``, ``slots`` a power of two >= 2; length 0: no table); ``zob``: its
+    random words, shape ``(2, table_words(n, nsec))``.
 
     Unit ``i`` reaches ``size[i]`` above its offset in the peak, spans ``[s0[i], s1[i])``, may go
     to offsets in ``[lo[i], hi[i]]`` (``hi``: the memory's capacity) and has pieces
@@ -183,6 +266,35 @@ def search(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, nb_ptr,
     ttop = 0
     pool = np.empty(16 * n + 64, np.int64)
     m = n + 2
+    use_tt = table.shape[0] >= 6
+    nbk = (table.shape[0] - 2) // 4  # buckets of two slots (a power of two)
+    zc = n  # zob columns: placed units at 0, component members at zc, last unit at zl (+1), sections at za
+    zl = 2 * n
+    za = 3 * n + 1
+    zL = za + nsec
+    hp1 = np.int64(0)  # Zobrist hashes of the placed set and of the floors (incremental)
+    hp2 = np.int64(0)
+    hf1 = np.int64(0)
+    hf2 = np.int64(0)
+    hk1 = np.int64(0)  # the capacity's words
+    hk2 = np.int64(0)
+    if use_tt:
+        hk1 = _word(zob[0, zL + 1], cap)
+        hk2 = _word(zob[1, zL + 1], cap)
+        for s in range(nsec):  # every floor starts at 0
+            hf1 ^= _word(zob[0, za + s], 0)
+            hf2 ^= _word(zob[1, za + s], 0)
+    pend_h1 = np.zeros(m, np.int64)  # pending components' member hashes
+    pend_h2 = np.zeros(m, np.int64)
+    f_c1 = np.empty(m, np.int64)  # the frame's component hash, its key, the hashes before its placement
+    f_c2 = np.empty(m, np.int64)
+    f_k1 = np.empty(m, np.int64)
+    f_k2 = np.empty(m, np.int64)
+    f_hp1 = np.empty(m, np.int64)
+    f_hp2 = np.empty(m, np.int64)
+    f_hf1 = np.empty(m, np.int64)
+    f_hf2 = np.empty(m, np.int64)
+    f_rec = np.zeros(m, np.bool_)  # record the frame's key when it fails
     pend_start = np.empty(m, np.int64)
     pend_len = np.empty(m, np.int64)
     pend_cnt = np.empty(m, np.int64)  # unplaced buffers left in the component
@@ -224,7 +336,8 @@ def search(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, nb_ptr,
             cuts[ncut] = k
             ncut += 1
     pool_top, pt, parts = _push_split(pool, n, cuts, ncut, s0, s1, floor, load, cap, pool, n,
-                                      pend_start, pend_len, pend_cnt, pend_L, pend_Li, pend_owner, 0, -1)
+                                      pend_start, pend_len, pend_cnt, pend_L, pend_Li, pend_owner, 0, -1,
+                                      use_tt, zob, zc, pend_h1, pend_h2)
     if parts == 1:
         pend_start[0] = 0
         pend_len[0] = n
@@ -232,6 +345,10 @@ def search(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, nb_ptr,
         pend_L[0] = -1
         pend_Li[0] = -1
         pend_owner[0] = -1
+        if use_tt:
+            for i in range(n):
+                pend_h1[0] ^= zob[0, zc + i]
+                pend_h2[0] ^= zob[1, zc + i]
         pt = 1
 
     nodes = 0
@@ -265,6 +382,26 @@ def search(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, nb_ptr,
             f_i[d] = 0
             f_lo[d] = -1
             f_hat[d] = False
+            f_rec[d] = False
+            if use_tt:
+                # the key: capacity, placed set, floors, component members, L and Li (docstring)
+                f_c1[d] = pend_h1[j]
+                f_c2[d] = pend_h2[j]
+                f_hp1[d] = hp1
+                f_hp2[d] = hp2
+                f_hf1[d] = hf1
+                f_hf2[d] = hf2
+                k1 = hk1 ^ hp1 ^ hf1 ^ pend_h1[j] ^ _word(zob[0, zL], L) ^ zob[0, zl + Li + 1]
+                k2 = hk2 ^ hp2 ^ hf2 ^ pend_h2[j] ^ _word(zob[1, zL], L) ^ zob[1, zl + Li + 1]
+                f_k1[d] = k1
+                f_k2[d] = k2
+                if k1 != 0 or k2 != 0:  # (0, 0) marks an empty slot: such a key is never stored
+                    at = 2 + 4 * (k1 & (nbk - 1))
+                    if (table[at] == k1 and table[at + 1] == k2) or (table[at + 2] == k1 and table[at + 3] == k2):
+                        table[0] += 1
+                        exhausted = True  # this very subtree failed before
+                    else:
+                        f_rec[d] = True
             # node checks; bounds for the dominance rule
             U1 = _BIG
             U1a = -1
@@ -435,15 +572,23 @@ def search(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, nb_ptr,
                 ttop += 1
                 placed[b] = True
                 offsets[b] = ob
+                if use_tt:
+                    hp1 ^= zob[0, b]
+                    hp2 ^= zob[1, b]
                 for q in range(_piece(pp, b, single), _piece(pp, b + 1, single)):
                     t = ob + py0[q] + ph[q]
                     for s in range(ps0[q], ps1[q]):
+                        v = floor[s]
                         tk[ttop] = _FLOOR
                         ti[ttop] = s
-                        tv[ttop] = floor[s]
+                        tv[ttop] = v
                         ttop += 1
-                        floor[s] = max(floor[s], t)
                         load[s] -= ph[q]
+                        if t > v:
+                            floor[s] = t
+                            if use_tt:
+                                hf1 ^= _word(zob[0, za + s], v) ^ _word(zob[0, za + s], t)
+                                hf2 ^= _word(zob[1, za + s], v) ^ _word(zob[1, za + s], t)
                 ncut = 0
                 for k in range(s0[b] + 1, s1[b]):
                     cross[k] -= 1
@@ -477,9 +622,14 @@ def search(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, nb_ptr,
                         if not placed[c]:
                             members[nmem] = c
                             nmem += 1
+                    if pool_top + nmem > pool.shape[0]:
+                        # grow rather than skip the split: what a subtree does may depend only on its state
+                        grown = np.empty(2 * pool.shape[0] + nmem, np.int64)
+                        grown[:pool_top] = pool[:pool_top]
+                        pool = grown
                     pool_top, pt, parts = _push_split(members, nmem, cuts, ncut, s0, s1, floor, load, cap,
                                                       pool, pool_top, pend_start, pend_len, pend_cnt, pend_L,
-                                                      pend_Li, pend_owner, pt, d)
+                                                      pend_Li, pend_owner, pt, d, use_tt, zob, zc, pend_h1, pend_h2)
                 if rem > 0 and parts == 1:
                     pend_start[pt] = st
                     pend_len[pt] = ln
@@ -487,15 +637,34 @@ def search(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, nb_ptr,
                     pend_L[pt] = ob
                     pend_Li[pt] = b
                     pend_owner[pt] = d
+                    pend_h1[pt] = f_c1[d] ^ zob[0, zc + b] if use_tt else 0
+                    pend_h2[pt] = f_c2[d] ^ zob[1, zc + b] if use_tt else 0
                     pt += 1
                 depth = d + 1
                 new_frame = True
                 continue
         # no (further) candidate here: the owner of this component tries its next choice
+        if f_rec[d]:
+            # this component has no completion from this state: remember it (newest first in the bucket)
+            k1 = f_k1[d]
+            k2 = f_k2[d]
+            at = 2 + 4 * (k1 & (nbk - 1))
+            if table[at] != k1 or table[at + 1] != k2:
+                table[at + 2] = table[at]
+                table[at + 3] = table[at + 1]
+                table[at] = k1
+                table[at + 1] = k2
+                table[1] += 1
+            f_rec[d] = False
         o = f_owner[d]
         if o < 0:
             return INFEASIBLE, nodes
         depth = o
+        if use_tt:
+            hp1 = f_hp1[o]
+            hp2 = f_hp2[o]
+            hf1 = f_hf1[o]
+            hf2 = f_hf2[o]
         mark = f_trail[o]
         while ttop > mark:
             ttop -= 1
