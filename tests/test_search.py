@@ -10,6 +10,7 @@ from brute_force import brute_force_optimum, tiny_problem
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
+from optplan.bounds import lower_bounds
 from optplan.errors import ProblemError
 from optplan.formats import read_problem
 from optplan.plan import Status, peaks
@@ -304,6 +305,33 @@ def test_section_totals_are_the_highest_live_load_over_each_lifespan(seed: int) 
     load = np.cumsum(load)
     slow = [load[a:b].max() for a, b in zip(inst.s0, inst.s1)]
     assert engine.section_totals(inst).tolist() == slow
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(one_memory(), st.integers(0, 24))
+def test_a_goal_stops_minimization_there_and_proves_only_truths(problem: Problem, goal: int) -> None:
+    """A time part of a memory need not go below the memory's proven bound (``goal``): at or
+    under the goal any plan will do (a dive that gets there ends it); above it the optimum is
+    still found and proven. The bound reported for the part never exceeds its true optimum."""
+    assume(complete(problem))
+    reference = brute_force_optimum(problem)
+    capacity = problem.memory("m").capacity
+    assume(reference is not None or capacity is not None)  # else the planner's bounds prove it (fixed overlap)
+    inst = build(problem, "m", list(problem.units))
+    ans = engine.solve(inst, capacity, lower_bounds(problem).lower["m"], "min-peak", 10.0, goal=goal)
+    if reference is None:
+        assert ans.offsets is None and ans.infeasible
+        return
+    optimum = peaks(problem, reference[1])["m"]
+    assert ans.offsets is not None and not ans.timed_out
+    assert validate(problem, inst.placements(ans.offsets)) == []
+    assert ans.bound <= optimum
+    if optimum <= goal:
+        assert ans.peak <= goal
+        if ans.dive_peak is not None and ans.dive_peak <= goal:  # the first dives did it: no search
+            assert ans.stats.runs <= len(engine.orderings(inst))
+    else:
+        assert ans.peak == optimum == ans.bound
 
 
 def test_time_parts_split_where_no_buffer_is_live_across() -> None:

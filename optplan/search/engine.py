@@ -309,9 +309,13 @@ INEXACT_NOTE = ("a piece starts above its unit's lowest byte (a relative member 
 
 def solve(inst: Instance, capacity: int | None, lower: int, objective: str, time_limit: float,
           workers: int = 1, seed: int = 0, progress: Callable[[dict], None] | None = None,
-          table_slots: int | None = None) -> Answer:
+          table_slots: int | None = None, goal: int | None = None) -> Answer:
     """Feasibility at ``capacity`` ("feasible") or the optimal peak <= ``capacity`` ("min-peak").
 
+    ``lower`` is a proven bound on this instance's peak. ``goal``: a peak (bytes) that is good
+    enough, because the memory's peak cannot go below it anyway (a time part of a memory whose
+    proven bound is ``goal``): minimization stops at a plan under it and proves capacities upward
+    only from the highest one under it (proofs below could not raise the memory's bound).
     When ``inst.exact`` is false the kernel's INFEASIBLE only says that the search cannot find a
     plan under that capacity (``floor``), not that none exists: the proven bound stays ``lower``.
     ``table_slots``: size of each ordering's failed-state table (None: ``TABLE_SLOTS``; 0: none)."""
@@ -319,13 +323,16 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: str, time
     deadline = t_start + time_limit
     g = inst.scale
     lb = inst.scaled_bound(lower)  # proven
-    floor = lb  # the search finds no plan below this (proven too when the instance is exact)
     cap = None if capacity is None else inst.scaled_capacity(capacity)
+    good = -1 if goal is None else goal // g  # a top at most this is good enough
+    if cap is not None:
+        good = min(good, cap)
+    floor = max(lb, good)  # the search looks for no plan below this (proven too when the instance is exact)
     if inst.large:
         return _large(inst, capacity, lower)
     exact = inst.exact
     ords = orderings(inst, seed)
-    best, best_top, stats = dive(ords, inst.n, lb)
+    best, best_top, stats = dive(ords, inst.n, floor)
     dive_peak = None if best is None else best_top * g
     if best is not None and cap is not None and best_top > cap:
         best = None
@@ -340,7 +347,7 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: str, time
 
     def answer(timed_out: bool, infeasible: bool = False) -> Answer:
         peak = None if best is None else best_top * g
-        optimal = best is not None and best_top <= lb
+        optimal = best is not None and best_top <= max(lb, good)
         why = "" if exact or optimal else INEXACT_NOTE
         if why and best is None and not timed_out:
             why = "the search found no plan under the capacity, but " + why
@@ -356,7 +363,7 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: str, time
     report()
     if cap is not None and lb > cap:
         return answer(False, infeasible=True)
-    if best is not None and (objective == "feasible" or best_top <= lb):
+    if best is not None and (objective == "feasible" or best_top <= floor):
         return answer(False)
     if best is None and cap is not None:
         # a plan under the capacity first: upward steps alone may not reach it in time
