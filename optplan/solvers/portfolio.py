@@ -36,9 +36,15 @@ from optplan.solvers.reduce import Choice, Part, Reduction, merge, reduce, settl
 
 HEURISTIC_SHARE = 0.25  # of the time limit, for all heuristics together
 PREFERRED = ("linear-scan", "greedy-size")  # run first: cheap, and the best ones on large instances
-SEARCH_SHARE = 0.4  # of a part's time, for the exact search engine when it is registered
+# of a single-memory part's time, for the exact search engine when it is registered (CP-SAT and LNS
+# get the rest): on minimalloc/D in 20 s, 0.8 gave 1.0498 x the bound and 0.4 gave 1.0644; equal in 60 s
+SEARCH_SHARE = 0.8
 SEARCH_MEMBERS = ("search",)  # exact engines for single-memory parts, used if registered
-SEARCH_MAX_UNITS = 5000  # larger parts skip them: a member cannot be interrupted from here
+# larger parts take a member only when its share of the time covers this per unit: a member cannot be
+# interrupted from here, and on very large parts its set-up and first dives are not (idealloc/S_1,
+# 28,526 buffers: about 0.25 ms per unit for the search's dives)
+SEARCH_MAX_UNITS = 5000
+SEARCH_SECONDS_PER_UNIT = 1e-3
 DETERMINISTIC_STEPS = 20_000  # hill-climb steps x units in deterministic mode (about 1 s on A-E)
 
 
@@ -214,11 +220,14 @@ def solve_part(part: Part, seconds: float | None, settings: Settings, objective:
 
     # 1. the exact search engine (issue 5) where registered, for single-memory parts
     for name in SEARCH_MEMBERS:
-        if name not in planners.names() or len(part.memories) != 1 or len(part.units) > SEARCH_MAX_UNITS:
+        if name not in planners.names() or len(part.memories) != 1:
+            continue
+        if (len(part.units) > SEARCH_MAX_UNITS and seconds is not None
+                and left() * SEARCH_SHARE < SEARCH_SECONDS_PER_UNIT * len(part.units)):
             continue
         try:
             plan = planners.solve(part.sub_problem, name, time_limit=left() * SEARCH_SHARE if seconds is not None else None,
-                                  seed=seed, objective=objective)
+                                  seed=seed, workers=settings.workers, objective=objective)
         except Exception as e:  # noqa: BLE001 - a failing member must not sink the portfolio; reported
             stats[f"{name}_error"] = f"{type(e).__name__}: {e}"
             continue
