@@ -227,7 +227,8 @@ def solve_part(part: Part, seconds: float | None, settings: Settings, objective:
             continue
         try:
             plan = planners.solve(part.sub_problem, name, time_limit=left() * SEARCH_SHARE if seconds is not None else None,
-                                  seed=seed, workers=settings.workers, objective=objective)
+                                  seed=seed, objective=objective,
+                                  workers=1 if settings.deterministic else settings.workers)  # one process: no race
         except Exception as e:  # noqa: BLE001 - a failing member must not sink the portfolio; reported
             stats[f"{name}_error"] = f"{type(e).__name__}: {e}"
             continue
