@@ -69,7 +69,7 @@ def search(problem: Problem, time_limit: float | None = None, seed: int = 0, wor
         own = int(engine.section_totals(inst).max()) * inst.scale if inst.n and len(jobs) > 1 else lower[m]
         # a part need not go below the memory's proven bound: the memory's peak is the highest of its parts'
         ans = engine.solve(inst, problem.memory(m).capacity, min(lower[m], own), objective, max(share, 0.0),
-                           workers, seed, progress, goal=bound[m] if len(jobs) > 1 else None)
+                           workers, seed, progress, goal=bound[m])
         stats.add(ans.stats)
         bound[m] = max(bound[m], ans.bound)  # each time part's proven bound holds for the memory
         prev = dive_peaks.get(m, 0)
