@@ -23,6 +23,7 @@ from optplan.search import kernel
 from optplan.search.instance import MAX_PAIRS, Instance, Ordered, ordered
 
 FIRST_LIMIT = 2000
+FLOOR_SHARE = 0.25  # of a minimization slice, for proving the bound while a better plan is sought too
 TABLE_SLOTS = 1 << 20  # failed-state table per ordering and process: 2 words a slot (16 MiB, touched lazily)
 NO_TABLE = (np.zeros(0, np.int64), np.zeros((2, 0), np.int64))
 _compile_seconds: float | None = None
@@ -393,16 +394,19 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: str, time
             refuted(floor)
             report()
         return answer(False, infeasible=exact)
-    # alternate time slices between proving the bound upward (floor) and improving the plan below
-    # best (a step that halves whenever the slice ends without an answer)
+    # alternate time slices between improving the plan below best (a step that halves whenever the
+    # slice ends without an answer) and proving the bound upward (floor). The floor gets a quarter of
+    # the slice while the two differ: a proof above the load bound is rare on real instances (none on
+    # minimalloc/D in 10 minutes) and the plan is what the user keeps (D, 60 s: 1011 -> 1008 units).
     slice_s = 0.25
     step = max(1, (best_top - floor) // 4)
     while floor < best_top:
-        for target in dict.fromkeys((floor, max(floor, best_top - step))):
+        below = max(floor, best_top - step)
+        for target, share in dict.fromkeys(((below, 1.0), (floor, 1.0 if below == floor else FLOOR_SHARE))):
             if time.perf_counter() >= deadline:
                 return answer(True)
-            out = decide_parallel(ords, inst.n, target, min(deadline, time.perf_counter() + slice_s), workers, exact,
-                                  table_slots)
+            out = decide_parallel(ords, inst.n, target, min(deadline, time.perf_counter() + share * slice_s), workers,
+                                  exact, table_slots)
             stats.add(out.stats)
             if out.status == kernel.FOUND:
                 best, best_top = out.offsets, int((out.offsets + inst.size).max())
