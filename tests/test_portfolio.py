@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from test_cpsat import check_exact, problems
 
+from optplan import planners
 from optplan.formats import read_problem
-from optplan.plan import Status
+from optplan.plan import Placement, Status
 from optplan.planners import names, solve
-from optplan.problem import Buffer, Memory, Problem
+from optplan.problem import Buffer, Gap, Memory, Problem
 from optplan.solvers import portfolio
+from optplan.solvers.cpsat import Outcome
 
 
 @pytest.fixture
@@ -106,3 +109,36 @@ def test_auto_deterministic_on_a_hard_instance(no_members, uncapped, shared) -> 
     assert a.stats["lns_moves"] > 0  # CP-SAT and LNS searched, after hill-climb (every heuristic runs)
     assert "deterministic_wall_capped" not in a.stats and "deterministic_wall_capped" not in b.stats
     assert a.found and a.placements == b.placements
+
+
+def test_a_bound_the_search_member_proved_is_kept(monkeypatch) -> None:
+    """A search member that refutes capacities but runs out of time before its own plan reaches
+    them still proves a bound: auto keeps it, and a plan at that bound (here a heuristic's) is
+    reported OPTIMAL although CP-SAT (stubbed: it finds and proves nothing) adds nothing."""
+    from brute_force import brute_force_optimum
+
+    from optplan.bounds import lower_bounds
+    from optplan.planners import Result
+
+    # live load 13 < optimum 15 (the instance of test_gaps): no heuristic's plan proves itself
+    p = Problem((Buffer("b0", 1, 2, 6), Buffer("b1", 3, 2, 6, gaps=(Gap(3, 4),)), Buffer("b2", 6, 3, 5),
+                 Buffer("b3", 5, 0, 4), Buffer("b4", 4, 2, 3), Buffer("b5", 1, 5, 7)))
+    optimum, _ = brute_force_optimum(p)
+    m = p.memory_names[0]
+    assert lower_bounds(p).lower[m] < optimum
+
+    offsets = np.cumsum([0] + [b.size for b in p.buffers])
+    stacked = {b.id: Placement(m, int(o)) for b, o in zip(p.buffers, offsets)}
+    monkeypatch.setattr(planners, "_REGISTRY", dict(planners._REGISTRY))  # the registration below is undone
+
+    @planners.planner("fake-search")
+    def member(problem: Problem, time_limit: float | None = None, seed: int = 0, objective: str = "min-peak",
+               workers: int = 1) -> Result:
+        # a poor plan (every buffer to itself) and a bound its proofs reached before its time ran out
+        return Result(stacked, bound={m: optimum})
+
+    monkeypatch.setattr(portfolio, "SEARCH_MEMBERS", ("fake-search",))
+    monkeypatch.setattr(portfolio, "run", lambda *a, **k: Outcome(None, status="UNKNOWN"))
+    plan = solve(p, "auto", time_limit=2, workers=1)
+    assert plan.stats.get("fake-search_status") == "FEASIBLE"
+    assert plan.status == Status.OPTIMAL and plan.peak[m] == optimum and plan.lower_bound[m] == optimum

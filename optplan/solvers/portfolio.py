@@ -201,7 +201,25 @@ def solve_part(part: Part, seconds: float | None, settings: Settings, objective:
                goal: dict[str, int] | None = None) -> Result:
     """The portfolio on one part: search engine, CP-SAT until it stalls, then LNS.
 
-    ``goal`` (per-memory peaks in grid units): good enough, stop there (elastic capacities)."""
+    ``goal`` (per-memory peaks in grid units): good enough, stop there (elastic capacities).
+    The bound a search member proved before its share ran out (capacities it refuted) is kept:
+    a plan found later at that bound is then proven optimal."""
+    proven: dict[str, int] = {}
+    res = _solve_part(part, seconds, settings, objective, incumbent, seed, report, goal, proven)
+    if res.placements is None or not proven:
+        return res
+    bound = dict(res.bound or {})
+    for m in part.memories:
+        bound[m] = max(bound.get(m, 0), proven.get(m, 0))
+    peak = peaks(part.sub_problem, res.placements)
+    optimal = res.proven_optimal or (objective != "feasible" and all(peak[m] <= bound[m] for m in part.memories))
+    return replace(res, bound=bound, proven_optimal=optimal)
+
+
+def _solve_part(part: Part, seconds: float | None, settings: Settings, objective: str,
+                incumbent: list[Choice] | None, seed: int, report: Callable[[Result], None],
+                goal: dict[str, int] | None, proven: dict[str, int]) -> Result:
+    """``solve_part``'s stages; ``proven`` receives the search members' per-memory bounds (bytes)."""
     clock = Budget(seconds, settings.deterministic)
     left = clock.left
     stats: dict[str, object] = {}
@@ -233,6 +251,8 @@ def solve_part(part: Part, seconds: float | None, settings: Settings, objective:
             stats[f"{name}_error"] = f"{type(e).__name__}: {e}"
             continue
         stats[f"{name}_status"] = plan.status.value
+        for m, v in plan.lower_bound.items():
+            proven[m] = max(proven.get(m, 0), v)
         if plan.status == Status.INFEASIBLE:
             return Result(None, proven_infeasible=True, message=plan.message, stats=stats)
         if plan.found:
