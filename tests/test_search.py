@@ -17,6 +17,7 @@ from optplan.plan import Status, peaks
 from optplan.planners import solve
 from optplan.problem import Buffer, Gap, Memory, Problem, RelativePlacement
 from optplan.search import engine, kernel
+from optplan.search.clock import NODES_PER_SECOND, Clock
 from optplan.search.instance import build, ordered, unsupported
 from optplan.search.planner import time_parts
 from optplan.validate import validate
@@ -318,7 +319,7 @@ def test_a_goal_stops_minimization_there_and_proves_only_truths(problem: Problem
     capacity = problem.memory("m").capacity
     assume(reference is not None or capacity is not None)  # else the planner's bounds prove it (fixed overlap)
     inst = build(problem, "m", list(problem.units))
-    ans = engine.solve(inst, capacity, lower_bounds(problem).lower["m"], "min-peak", 10.0, goal=goal)
+    ans = engine.solve(inst, capacity, lower_bounds(problem).lower["m"], "min-peak", Clock(10.0), goal=goal)
     if reference is None:
         assert ans.offsets is None and ans.infeasible
         return
@@ -371,6 +372,36 @@ def test_real_instance_optimum_is_proven(shared) -> None:
     plan = solve(p, "search", time_limit=30)
     assert plan.status == Status.OPTIMAL and plan.peak["mem"] == 1039360
     assert plan.stats["nodes"] > 0 and "compile_seconds" in plan.stats
+
+
+def test_deterministic_runs_repeat_whatever_the_wall_clock_says(shared, monkeypatch) -> None:
+    """minimalloc/D min-peak is cut off by its time limit (its optimum is not proven). In
+    deterministic mode that limit is a node count: a run on a clock that races ahead (every reading
+    10 s later than the last, as on a machine slowed to a crawl) gives the very same plan, bound
+    and node count as a normal run, and spends no more than its nodes."""
+    from optplan.search import clock as clock_module
+
+    p = read_problem(shared / "minimalloc" / "D.1048576.csv")
+    kw = dict(time_limit=0.5, workers=2, deterministic=True)
+    first = solve(p, "search", **kw)
+
+    class Racing:
+        now = 0.0
+
+        @classmethod
+        def perf_counter(cls) -> float:
+            cls.now += 10.0
+            return cls.now
+
+    monkeypatch.setattr(clock_module, "time", Racing)
+    second = solve(p, "search", **kw)
+    assert first.status == second.status == Status.FEASIBLE  # cut off, and says so
+    assert first.placements == second.placements and first.lower_bound == second.lower_bound
+    assert first.stats["nodes"] == second.stats["nodes"]
+    dives = 10 * len(p.buffers)  # the dives run before the budget is cut (one pass per ordering)
+    assert first.stats["nodes"] <= 0.5 * NODES_PER_SECOND + dives
+    wall = solve(p, "search", time_limit=0.5, workers=1)  # the same racing clock: no time at all
+    assert wall.stats["nodes"] <= dives
 
 
 def test_example_and_workers(shared) -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from optplan.search import kernel
+from optplan.search.clock import Clock
 from optplan.search.instance import MAX_PAIRS, Instance, Ordered, ordered
 
 FIRST_LIMIT = 2000
@@ -92,7 +93,10 @@ def orderings(inst: Instance, seed: int = 0) -> list[Ordered]:
     out += [(f"random{k}", rng.permutation(n)) for k in range(3)]
     # the kernel tries candidates lowest offset first, ties by rank: with the hatless cut-off this beat trying them
     # by rank alone on every minimalloc instance (measured per ordering, node limit 200k)
-    return [ordered(inst, name, np.asarray(perm, np.int64)) for name, perm in out]
+    ords = [ordered(inst, name, np.asarray(perm, np.int64)) for name, perm in out]
+    for k, o in enumerate(ords):
+        o.seed = (seed, k)
+    return ords
 
 
 # -- decisions -------------------------------------------------------------------------------
@@ -103,8 +107,9 @@ def table_of(o: Ordered, slots: int | None = None, nodes: int | None = None) -> 
     capacity); a forked worker's table dies with it. ``slots``: at most this many (None:
     ``TABLE_SLOTS``; < 2: no table); ``nodes``: the next run's budget, which sizes the table
     (twice as many slots, at least 1024), the keys moving into a larger one as budgets grow:
-    a large table costs a page fault per page a short run touches. Fresh random words per table
-    keep the collision bound in the kernel docstring independent of the instance."""
+    a large table costs a page fault per page a short run touches. The random words come from the
+    ordering's seed: they decide which failures a full bucket forgets, so fresh ones per run would
+    make node counts (and plans found) vary between runs."""
     slots = TABLE_SLOTS if slots is None else slots
     if slots < 2:
         return NO_TABLE
@@ -114,7 +119,7 @@ def table_of(o: Ordered, slots: int | None = None, nodes: int | None = None) -> 
     if o.table is None or o.zob is None:
         info = np.iinfo(np.int64)
         words = kernel.table_words(len(o.perm), int(o.args[-1]))
-        o.zob = np.random.default_rng().integers(info.min, info.max, size=(2, words), dtype=np.int64, endpoint=True)
+        o.zob = np.random.default_rng(o.seed).integers(info.min, info.max, size=(2, words), dtype=np.int64, endpoint=True)
     if o.table is None or o.table.shape[0] < 2 + 2 * want:
         table = np.zeros(2 + 2 * want, np.int64)
         if o.table is not None:
@@ -170,10 +175,10 @@ def dive(ords: list[Ordered], n: int, lb: int = 0) -> tuple[np.ndarray | None, i
     return best, best_top, stats
 
 
-def decide(ords: list[Ordered], n: int, cap: int, deadline: float, stop: np.ndarray, exact: bool = True,
+def decide(ords: list[Ordered], n: int, cap: int, clock: Clock, stop: np.ndarray, exact: bool = True,
            slots: int | None = None) -> Outcome:
     """Round-robin over ``ords`` with node limits growing fourfold until a plan, a proof, or the
-    deadline. Not ``exact``: an ordering's INFEASIBLE only retires it (another ordering's
+    ``clock`` runs out. Not ``exact``: an ordering's INFEASIBLE only retires it (another ordering's
     canonical plans may differ); INFEASIBLE once all are retired. Each ordering keeps its
     failed-state table (``slots`` slots) across its restarts: a restart skips what failed before."""
     stats = Stats()
@@ -181,17 +186,16 @@ def decide(ords: list[Ordered], n: int, cap: int, deadline: float, stop: np.ndar
     ords = list(ords)
     while ords:
         for o in list(ords):
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0 or stop[0]:
+            if clock.left() <= 0 or stop[0]:
                 return Outcome(kernel.LIMIT, None, stats)
-            rate = stats.rate or 2e5
-            budget = max(1000, min(limit, int(rate * remaining) + 1))
+            budget = clock.budget(limit, stats.rate or 2e5)
             out = np.zeros(n, np.int64)
             t0 = time.perf_counter()
             status, nodes = kernel.search(*o.args, np.int64(cap), np.int64(budget), stop, out, *table_of(o, slots, budget))
             stats.seconds += time.perf_counter() - t0
             stats.nodes += nodes
             stats.runs += 1
+            clock.spend(nodes)
             if status == kernel.FOUND:
                 stats.winners[o.name] = 1
                 return Outcome(status, o.unpermute(out), stats)
@@ -203,34 +207,35 @@ def decide(ords: list[Ordered], n: int, cap: int, deadline: float, stop: np.ndar
     return Outcome(kernel.INFEASIBLE, None, stats)
 
 
-def _child(ords: list[Ordered], n: int, cap: int, deadline: float, flag: object, conn: object, exact: bool,
+def _child(ords: list[Ordered], n: int, cap: int, clock: Clock, flag: object, conn: object, exact: bool,
            slots: int | None) -> None:
     stop = np.frombuffer(flag, dtype=np.int64)  # type: ignore[arg-type]
-    out = decide(ords, n, cap, deadline, stop, exact, slots)
+    out = decide(ords, n, cap, clock, stop, exact, slots)
     if out.status == kernel.FOUND or (exact and out.status == kernel.INFEASIBLE):
         stop[0] = 1
     conn.send(out)  # type: ignore[attr-defined]
     conn.close()  # type: ignore[attr-defined]
 
 
-def decide_parallel(ords: list[Ordered], n: int, cap: int, deadline: float, workers: int,
+def decide_parallel(ords: list[Ordered], n: int, cap: int, clock: Clock, workers: int,
                     exact: bool = True, slots: int | None = None) -> Outcome:
     """``decide`` with the orderings dealt out to ``workers`` processes (forked: the compiled
-    kernels come along); the first plan or proof stops the others."""
+    kernels come along); the first plan or proof stops the others. Which one that is depends on
+    timing, so a deterministic ``clock`` runs everything in this process."""
     workers = min(workers, len(ords))
-    if workers <= 1 or "fork" not in mp.get_all_start_methods():
-        return decide(ords, n, cap, deadline, np.zeros(1, np.int64), exact, slots)
+    if workers <= 1 or clock.deterministic or "fork" not in mp.get_all_start_methods():
+        return decide(ords, n, cap, clock, np.zeros(1, np.int64), exact, slots)
     ctx = mp.get_context("fork")
     flag = ctx.RawArray("q", 1)
     stop = np.frombuffer(flag, dtype=np.int64)
     children = []
     for k in range(1, workers):
         recv, send = ctx.Pipe(duplex=False)
-        p = ctx.Process(target=_child, args=(ords[k::workers], n, cap, deadline, flag, send, exact, slots), daemon=True)
+        p = ctx.Process(target=_child, args=(ords[k::workers], n, cap, clock, flag, send, exact, slots), daemon=True)
         p.start()
         send.close()
         children.append((p, recv))
-    outs = [decide(ords[0::workers], n, cap, deadline, stop, exact, slots)]
+    outs = [decide(ords[0::workers], n, cap, clock, stop, exact, slots)]
     if outs[0].status == kernel.FOUND or (exact and outs[0].status == kernel.INFEASIBLE):
         stop[0] = 1
     for p, recv in children:
@@ -308,7 +313,7 @@ INEXACT_NOTE = ("a piece starts above its unit's lowest byte (a relative member 
                 "bound from live load")
 
 
-def solve(inst: Instance, capacity: int | None, lower: int, objective: str, time_limit: float,
+def solve(inst: Instance, capacity: int | None, lower: int, objective: str, clock: Clock,
           workers: int = 1, seed: int = 0, progress: Callable[[dict], None] | None = None,
           table_slots: int | None = None, goal: int | None = None) -> Answer:
     """Feasibility at ``capacity`` ("feasible") or the optimal peak <= ``capacity`` ("min-peak").
@@ -319,9 +324,9 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: str, time
     only from the highest one under it (proofs below could not raise the memory's bound).
     When ``inst.exact`` is false the kernel's INFEASIBLE only says that the search cannot find a
     plan under that capacity (``floor``), not that none exists: the proven bound stays ``lower``.
-    ``table_slots``: size of each ordering's failed-state table (None: ``TABLE_SLOTS``; 0: none)."""
+    ``table_slots``: size of each ordering's failed-state table (None: ``TABLE_SLOTS``; 0: none).
+    ``clock``: the time (a deterministic one makes the answer repeatable, and runs in one process)."""
     t_start = time.perf_counter()
-    deadline = t_start + time_limit
     g = inst.scale
     lb = inst.scaled_bound(lower)  # proven
     cap = None if capacity is None else inst.scaled_capacity(capacity)
@@ -368,8 +373,8 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: str, time
         return answer(False)
     if best is None and cap is not None:
         # a plan under the capacity first: upward steps alone may not reach it in time
-        share = deadline if objective == "feasible" or lb >= cap else t_start + 0.5 * time_limit
-        out = decide_parallel(ords, inst.n, cap, share, workers, exact, table_slots)
+        first = clock if objective == "feasible" or lb >= cap else clock.part(0.5 * clock.left())
+        out = decide_parallel(ords, inst.n, cap, first, workers, exact, table_slots)
         stats.add(out.stats)
         if out.status == kernel.INFEASIBLE:
             refuted(cap)
@@ -384,7 +389,7 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: str, time
     if best is None:
         # no plan under the capacity yet: prove capacities upward until one admits a plan
         while floor <= (cap if cap is not None else 1 << 60):
-            out = decide_parallel(ords, inst.n, floor, deadline, workers, exact, table_slots)
+            out = decide_parallel(ords, inst.n, floor, clock, workers, exact, table_slots)
             stats.add(out.stats)
             if out.status == kernel.FOUND:
                 best, best_top = out.offsets, int((out.offsets + inst.size).max())
@@ -403,10 +408,9 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: str, time
     while floor < best_top:
         below = max(floor, best_top - step)
         for target, share in dict.fromkeys(((below, 1.0), (floor, 1.0 if below == floor else FLOOR_SHARE))):
-            if time.perf_counter() >= deadline:
+            if clock.left() <= 0:
                 return answer(True)
-            out = decide_parallel(ords, inst.n, target, min(deadline, time.perf_counter() + share * slice_s), workers,
-                                  exact, table_slots)
+            out = decide_parallel(ords, inst.n, target, clock.part(share * slice_s), workers, exact, table_slots)
             stats.add(out.stats)
             if out.status == kernel.FOUND:
                 best, best_top = out.offsets, int((out.offsets + inst.size).max())

@@ -172,6 +172,7 @@ class Ordered:
     args: tuple  # the search's array arguments, in rank order
     table: np.ndarray | None = None  # the search's failed-state table and its random words (engine.table_of)
     zob: np.ndarray | None = None
+    seed: tuple[int, ...] = (0,)  # of the random words: a run repeats with the same seed
 
     def unpermute(self, offsets: np.ndarray) -> np.ndarray:
         out = np.empty_like(offsets)

@@ -66,7 +66,7 @@ which is then not stored); the pool grows rather than skip a split; LIMIT (node 
 flag) returns at once, so a cut-off subtree is never stored. By induction over the order of
 stores, the table-free search below a stored key fails too: the table changes node counts, never
 the answer, and INFEASIBLE stays a proof. Keys are two 64-bit Zobrist hashes: XORs of random words
-drawn afresh per table (engine) for the capacity, each placed unit, each component member, ``Li``,
+drawn per table from the ordering's seed (engine) for the capacity, each placed unit, each component member, ``Li``,
 and ``fmix64(word ^ v * phi)`` for each section's floor ``v`` and for ``L``; placing a unit XORs in
 its word and each raised floor's old and new words, a frame keeps the hashes from before its
 placement for backtracking, and a component's member hash is built at a split and continued by

@@ -9,13 +9,13 @@ byte the search is not complete and claims no proof (see ``engine.INEXACT_NOTE``
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from optplan.bounds import lower_bounds
 from optplan.planners import Result, planner
 from optplan.problem import Problem, Unit
 from optplan.search import engine
+from optplan.search.clock import Clock
 from optplan.search.instance import build, unsupported
 
 DEFAULT_TIME_LIMIT = 60.0
@@ -42,16 +42,18 @@ def time_parts(units: list[Unit]) -> list[list[Unit]]:
 
 @planner("search")
 def search(problem: Problem, time_limit: float | None = None, seed: int = 0, workers: int = 1,
-           objective: str = "min-peak", progress: Callable[[dict], None] | None = None) -> Result:
-    """Canonical-solution search (numba); ``workers`` processes share the ordering portfolio."""
+           objective: str = "min-peak", progress: Callable[[dict], None] | None = None,
+           deterministic: bool = False) -> Result:
+    """Canonical-solution search (numba); ``workers`` processes share the ordering portfolio.
+    ``deterministic``: time counted in search nodes (``clock.NODES_PER_SECOND`` per second), one
+    process: the same answer on every run and machine."""
     if objective not in ("min-peak", "feasible"):
         return Result(None, message=f"search: unknown objective {objective!r}; use 'min-peak' or 'feasible'")
     why = unsupported(problem)
     if why:
         return Result(None, message=f"search: {why}")
     compile_seconds = engine.ensure_compiled()
-    t0 = time.perf_counter()
-    limit = DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit)
+    clock = Clock(DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit), deterministic)
     lower = lower_bounds(problem).lower
     by_memory = {m: [u for u in problem.units if u.memories[0] == m] for m in problem.memory_names}
     # smaller parts first: the time they leave unused passes on to the larger ones
@@ -63,12 +65,12 @@ def search(problem: Problem, time_limit: float | None = None, seed: int = 0, wor
     stats = engine.Stats()
     dive_peaks: dict[str, int | None] = {}
     for k, (m, part) in enumerate(jobs):
-        share = (limit - (time.perf_counter() - t0)) * len(part) / max(1, sum(len(p) for _, p in jobs[k:]))
+        share = clock.left() * len(part) / max(1, sum(len(p) for _, p in jobs[k:]))
         inst = build(problem, m, part)
         # the memory's bound need not hold for one part: cap it by the part's own live load
         own = int(engine.section_totals(inst).max()) * inst.scale if inst.n and len(jobs) > 1 else lower[m]
         # a part need not go below the memory's proven bound: the memory's peak is the highest of its parts'
-        ans = engine.solve(inst, problem.memory(m).capacity, min(lower[m], own), objective, max(share, 0.0),
+        ans = engine.solve(inst, problem.memory(m).capacity, min(lower[m], own), objective, clock.part(share),
                            workers, seed, progress, goal=bound[m])
         stats.add(ans.stats)
         bound[m] = max(bound[m], ans.bound)  # each time part's proven bound holds for the memory

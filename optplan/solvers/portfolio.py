@@ -245,8 +245,8 @@ def _solve_part(part: Part, seconds: float | None, settings: Settings, objective
             continue
         try:
             plan = planners.solve(part.sub_problem, name, time_limit=left() * SEARCH_SHARE if seconds is not None else None,
-                                  seed=seed, objective=objective,
-                                  workers=1 if settings.deterministic else settings.workers)  # one process: no race
+                                  seed=seed, objective=objective, workers=settings.workers,
+                                  deterministic=settings.deterministic)
         except Exception as e:  # noqa: BLE001 - a failing member must not sink the portfolio; reported
             stats[f"{name}_error"] = f"{type(e).__name__}: {e}"
             continue
