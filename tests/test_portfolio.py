@@ -129,11 +129,13 @@ def test_a_bound_the_search_member_proved_is_kept(monkeypatch) -> None:
 
     offsets = np.cumsum([0] + [b.size for b in p.buffers])
     stacked = {b.id: Placement(m, int(o)) for b, o in zip(p.buffers, offsets)}
+    goals = []
     monkeypatch.setattr(planners, "_REGISTRY", dict(planners._REGISTRY))  # the registration below is undone
 
     @planners.planner("fake-search")
     def member(problem: Problem, time_limit: float | None = None, seed: int = 0, objective: str = "min-peak",
-               workers: int = 1) -> Result:
+               workers: int = 1, goal: dict[str, int] | None = None) -> Result:
+        goals.append(goal)
         # a poor plan (every buffer to itself) and a bound its proofs reached before its time ran out
         return Result(stacked, bound={m: optimum})
 
@@ -141,4 +143,5 @@ def test_a_bound_the_search_member_proved_is_kept(monkeypatch) -> None:
     monkeypatch.setattr(portfolio, "run", lambda *a, **k: Outcome(None, status="UNKNOWN"))
     plan = solve(p, "auto", time_limit=2, workers=1)
     assert plan.stats.get("fake-search_status") == "FEASIBLE"
+    assert goals == [{m: lower_bounds(p).lower[m]}]  # a single part: good enough at the memory's bound
     assert plan.status == Status.OPTIMAL and plan.peak[m] == optimum and plan.lower_bound[m] == optimum

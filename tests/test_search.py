@@ -333,6 +333,14 @@ def test_a_goal_stops_minimization_there_and_proves_only_truths(problem: Problem
             assert ans.stats.runs <= len(engine.orderings(inst))
     else:
         assert ans.peak == optimum == ans.bound
+    # the planner takes the goal per memory (what auto passes for a part of a larger problem)
+    plan = solve(problem, "search", time_limit=10, goal={"m": goal})
+    assert plan.found and plan.lower_bound["m"] <= optimum
+    assert plan.peak["m"] <= goal if optimum <= goal else plan.peak["m"] == optimum and plan.status == Status.OPTIMAL
+    assert "time limit" not in plan.message
+    dive = plan.stats["dive_peak"]["m"]
+    if dive is not None and dive <= goal:  # the dives met the goal: no search after them
+        assert plan.stats["runs"] <= len(engine.orderings(inst))
 
 
 def test_time_parts_split_where_no_buffer_is_live_across() -> None:
@@ -400,6 +408,7 @@ def test_deterministic_runs_repeat_whatever_the_wall_clock_says(shared, monkeypa
     assert first.stats["nodes"] == second.stats["nodes"]
     dives = 10 * len(p.buffers)  # the dives run before the budget is cut (one pass per ordering)
     assert first.stats["nodes"] <= 0.5 * NODES_PER_SECOND + dives
+    assert first.stats["deterministic_seconds"] == pytest.approx(first.stats["nodes"] / NODES_PER_SECOND, abs=1e-3)
     wall = solve(p, "search", time_limit=0.5, workers=1)  # the same racing clock: no time at all
     assert wall.stats["nodes"] <= dives
 

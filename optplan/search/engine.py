@@ -402,7 +402,7 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: str, cloc
     # alternate time slices between improving the plan below best (a step that halves whenever the
     # slice ends without an answer) and proving the bound upward (floor). The floor gets a quarter of
     # the slice while the two differ: a proof above the load bound is rare on real instances (none on
-    # minimalloc/D in 10 minutes) and the plan is what the user keeps (D, 60 s: 1011 -> 1008 units).
+    # minimalloc/D in 10 minutes) and the plan is what the user keeps (D, 60 s: 1011 -> 1005 units).
     slice_s = 0.25
     step = max(1, (best_top - floor) // 4)
     while floor < best_top:

@@ -15,7 +15,7 @@ from optplan.bounds import lower_bounds
 from optplan.planners import Result, planner
 from optplan.problem import Problem, Unit
 from optplan.search import engine
-from optplan.search.clock import Clock
+from optplan.search.clock import NODES_PER_SECOND, Clock
 from optplan.search.instance import build, unsupported
 
 DEFAULT_TIME_LIMIT = 60.0
@@ -43,10 +43,12 @@ def time_parts(units: list[Unit]) -> list[list[Unit]]:
 @planner("search")
 def search(problem: Problem, time_limit: float | None = None, seed: int = 0, workers: int = 1,
            objective: str = "min-peak", progress: Callable[[dict], None] | None = None,
-           deterministic: bool = False) -> Result:
+           deterministic: bool = False, goal: dict[str, int] | None = None) -> Result:
     """Canonical-solution search (numba); ``workers`` processes share the ordering portfolio.
     ``deterministic``: time counted in search nodes (``clock.NODES_PER_SECOND`` per second), one
-    process: the same answer on every run and machine."""
+    process: the same answer on every run and machine. ``goal``: per-memory peaks (bytes) that are
+    good enough, when the problem is a part of a larger one whose memory cannot go below them:
+    minimization stops at a plan under them instead of proving this part's own lower optimum."""
     if objective not in ("min-peak", "feasible"):
         return Result(None, message=f"search: unknown objective {objective!r}; use 'min-peak' or 'feasible'")
     why = unsupported(problem)
@@ -59,6 +61,7 @@ def search(problem: Problem, time_limit: float | None = None, seed: int = 0, wor
     # smaller parts first: the time they leave unused passes on to the larger ones
     jobs = [(m, part) for m, units in by_memory.items() for part in sorted(time_parts(units), key=len)]
     placements, bound, messages = {}, {m: lower[m] for m in by_memory}, []
+    enough = goal or {}
     peak: dict[str, int] = {}
     noted: set[str] = set()  # memories whose answer came with its own explanation
     infeasible, complete = False, True
@@ -71,7 +74,7 @@ def search(problem: Problem, time_limit: float | None = None, seed: int = 0, wor
         own = int(engine.section_totals(inst).max()) * inst.scale if inst.n and len(jobs) > 1 else lower[m]
         # a part need not go below the memory's proven bound: the memory's peak is the highest of its parts'
         ans = engine.solve(inst, problem.memory(m).capacity, min(lower[m], own), objective, clock.part(share),
-                           workers, seed, progress, goal=bound[m])
+                           workers, seed, progress, goal=max(bound[m], enough.get(m, 0)))
         stats.add(ans.stats)
         bound[m] = max(bound[m], ans.bound)  # each time part's proven bound holds for the memory
         prev = dive_peaks.get(m, 0)
@@ -93,11 +96,13 @@ def search(problem: Problem, time_limit: float | None = None, seed: int = 0, wor
     optimal = complete and not infeasible and all(peak.get(m, 0) <= bound[m] for m in by_memory)
     if complete and not infeasible and objective == "min-peak":
         for m in by_memory:
-            if peak.get(m, 0) > bound[m] and m not in noted:
+            if peak.get(m, 0) > max(bound[m], enough.get(m, 0)) and m not in noted:
                 messages.append(f"memory {m!r}: time limit reached; peak {peak[m]}, proven bound {bound[m]}")
     info = {"nodes": stats.nodes, "nodes_per_second": round(stats.rate), "compile_seconds": round(compile_seconds, 3),
             "search_seconds": round(stats.seconds, 3), "runs": stats.runs, "dive_peak": dive_peaks,
             "winning_orderings": sorted(stats.winners)}
+    if deterministic:
+        info["deterministic_seconds"] = round(stats.nodes / NODES_PER_SECOND, 3)
     if infeasible:
         return Result(None, proven_infeasible=True, bound=bound, message="; ".join(dict.fromkeys(messages)), stats=info)
     if not complete:

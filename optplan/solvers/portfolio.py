@@ -246,11 +246,14 @@ def _solve_part(part: Part, seconds: float | None, settings: Settings, objective
         try:
             plan = planners.solve(part.sub_problem, name, time_limit=left() * SEARCH_SHARE if seconds is not None else None,
                                   seed=seed, objective=objective, workers=settings.workers,
-                                  deterministic=settings.deterministic)
+                                  deterministic=settings.deterministic,
+                                  goal=None if goal is None else {m: v * part.scale for m, v in goal.items()})
         except Exception as e:  # noqa: BLE001 - a failing member must not sink the portfolio; reported
             stats[f"{name}_error"] = f"{type(e).__name__}: {e}"
             continue
         stats[f"{name}_status"] = plan.status.value
+        # deterministic: the member's own time counts against CP-SAT's, as wall time does otherwise
+        clock.dtime += float(plan.stats.get("deterministic_seconds", 0.0))  # type: ignore[arg-type]
         for m, v in plan.lower_bound.items():
             proven[m] = max(proven.get(m, 0), v)
         if plan.status == Status.INFEASIBLE:
