@@ -399,33 +399,27 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: str, cloc
             refuted(floor)
             report()
         return answer(False, infeasible=exact)
-    # improve the plan below best (a step that halves, and a slice that doubles, whenever a slice
-    # ends without an answer); after each such slice, try to prove the bound upward (floor) for a
-    # quarter as long: a proof above the load bound is rare on real instances (none on
-    # minimalloc/D in 10 minutes) and the plan is what the user keeps. minimalloc/D, 2 workers,
-    # no capacity: 1011 units after 20 s and 60 s with equal slices for both (4 and 5 runs),
-    # 1005 (3 of 4) after 20 s and 1003 (2 of 2) after 60 s this way
-    def attempt(target: int, seconds: float) -> int:
-        nonlocal best, best_top
-        out = decide_parallel(ords, inst.n, target, clock.part(seconds), workers, exact, table_slots)
-        stats.add(out.stats)
-        if out.status == kernel.FOUND:
-            best, best_top = out.offsets, int((out.offsets + inst.size).max())
-        elif out.status == kernel.INFEASIBLE:
-            refuted(target)
-        report()
-        return out.status
-
+    # alternate time slices between improving the plan below best (a step that halves whenever the
+    # slice ends without an answer) and proving the bound upward (floor). The floor gets a quarter of
+    # the slice while the two differ: a proof above the load bound is rare on real instances (none on
+    # minimalloc/D in 10 minutes) and the plan is what the user keeps (D, 60 s: 1011 -> 1005 units).
     slice_s = 0.25
     step = max(1, (best_top - floor) // 4)
     while floor < best_top:
-        if clock.left() <= 0:
-            return answer(True)
         below = max(floor, best_top - step)
-        if attempt(below, slice_s) == kernel.LIMIT:
-            if below > floor and clock.left() > 0:
-                attempt(floor, FLOOR_SHARE * slice_s)
-            # a lower target is not always harder (a tighter capacity prunes more): from step 1 start over
-            step = step // 2 if step > 1 else max(1, (best_top - floor) // 4)
-            slice_s *= 2
+        for target, share in dict.fromkeys(((below, 1.0), (floor, 1.0 if below == floor else FLOOR_SHARE))):
+            if clock.left() <= 0:
+                return answer(True)
+            out = decide_parallel(ords, inst.n, target, clock.part(share * slice_s), workers, exact, table_slots)
+            stats.add(out.stats)
+            if out.status == kernel.FOUND:
+                best, best_top = out.offsets, int((out.offsets + inst.size).max())
+            elif out.status == kernel.INFEASIBLE:
+                refuted(target)
+            elif target > floor:
+                step = max(1, step // 2)
+            report()
+            if floor >= best_top:
+                break
+        slice_s *= 2
     return answer(False)
