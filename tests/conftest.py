@@ -12,7 +12,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="session")
 def shared() -> Path:
-    """../shared/benchmarks; tests that need it skip with a clear reason where it is absent."""
+    """../shared/benchmarks, which every checkout (and CI) has beside the repository: where it is
+    absent the tests that need it fail, so that a run without it cannot pass for a full one."""
     if not SHARED.is_dir():
-        pytest.skip(f"benchmark instances not found at {SHARED} (../shared is absent)")
+        pytest.fail(f"benchmark instances not found at {SHARED}: the tests expect ../shared beside the repository")
     return SHARED
