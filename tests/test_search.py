@@ -505,3 +505,16 @@ def test_failed_state_table_changes_node_counts_not_answers() -> None:
                     break
             hits += kept[0][0] + growing.table[0]
     assert hits > 1000
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_neighbours_are_listed_lowest_first_for_the_lift_rule(seed: int) -> None:
+    """The kernel takes a unit's first unplaced neighbour as the smallest piece that can lift it;
+    a list out of height order would lift units too far and cut off plans."""
+    p = random_tight(seed, 30)
+    inst = build(p, "mem", list(p.units))
+    o = ordered(inst, "random", np.random.default_rng(seed).permutation(inst.n).astype(np.int64))
+    size, ptr, idx = o.args[0], o.args[13], o.args[14]
+    for r in range(inst.n):
+        heights = size[idx[ptr[r]:ptr[r + 1]]]
+        assert (np.diff(heights) >= 0).all(), r

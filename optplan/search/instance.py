@@ -189,6 +189,9 @@ def ordered(inst: Instance, name: str, perm: np.ndarray) -> Ordered:
     np.cumsum(deg, out=ptr[1:])
     gather = np.repeat(inst.nb_ptr[:-1][perm] - ptr[:-1], deg) + np.arange(ptr[-1])
     idx = inv[inst.nb_idx[gather]].astype(np.int64)
+    # each unit's neighbours by height, lowest first: the kernel's lift rule takes the first unplaced one
+    height = np.append(inst.ph, 0)[inst.pp[:-1]][perm]  # first piece; 0 for a unit without one
+    idx = idx[np.lexsort((idx, height[idx], np.repeat(np.arange(n), deg)))]
     fixed = inst.fixed[perm]
     fmask = fixed[idx] >= 0
     fdeg = np.bincount(np.repeat(np.arange(n), deg)[fmask], minlength=n).astype(np.int64)

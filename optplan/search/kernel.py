@@ -34,12 +34,15 @@ lies below, nor after it, whose pieces all start above its old offset), so INFEA
   all its pieces start there, so ``c`` could be moved down there, lowering the sum of offsets;
 * sections: in every section, the pieces of the unplaced units whose lowest offset (at least the
   last placed offset, by the order rule) is >= t stack up between t and ``cap``, for every t
-  (each such piece lies in ``[t, cap)``; this holds for any ``py0``);
+  (each such piece lies in ``[t, cap)``; this holds for any ``py0``). A section's stack never
+  exceeds its remaining load, so only units whose t plus the highest load over their span exceeds
+  ``cap`` can fail: the check runs over the sections they span, with every unit from their lowest t up;
 * lift: an unplaced unit ``c`` whose lowest offset is below ``L`` (the last offset placed) goes,
   in the reference plan, to its floor at the time it is placed, which is then >= ``L``: a unit
   placed later (at >= ``L``) raised the floor of one of ``c``'s sections to its offset plus its
   piece there, so ``c`` starts at >= ``L`` + the smallest other unplaced piece in ``c``'s
-  sections (with ``py0 == 0`` a unit has at most one piece per section);
+  sections (with ``py0 == 0`` a unit has at most one piece per section; with one rectangle per
+  unit that is the first unplaced unit in its neighbour list, which ``ordered`` sorts by height);
 * twins: of identical units (same footprint, alignment, lowest offset) the lower index goes first;
 * decomposition: when no unplaced unit's span crosses a time point, the parts left and right are
   independent sub-problems (a gap does not split a unit: both sides move with its one offset),
@@ -324,6 +327,11 @@ def search(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, nb_ptr,
     min1c = np.empty(nsec + 1, np.int64)
     min2 = np.empty(nsec + 1, np.int64)
     ev = np.empty(n, np.int64)
+    lg = np.zeros(nsec + 2, np.int64)  # floor(log2(x)) for the range maxima of the remaining load
+    for x in range(2, nsec + 2):
+        lg[x] = lg[x >> 1] + 1
+    rmax = np.empty((lg[nsec + 1] + 1, nsec + 1), np.int64)
+    sel = np.empty(n, np.int64)
     evb = np.empty(n, np.int64)
     members = np.empty(n, np.int64)
 
@@ -450,12 +458,12 @@ def search(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, nb_ptr,
                 # a buffer whose lowest offset is below L rests, in the reference plan, on a buffer
                 # placed later (at >= L) that overlaps it in time: it starts at >= L + that size
                 base = max(L, emin)
-                for s in range(smin, smax):
-                    acc[s] = 0
-                    min1[s] = _BIG
-                    min2[s] = _BIG
-                    min1c[s] = -1
-                for p in range(ln):
+                if not single:
+                    for s in range(smin, smax):
+                        min1[s] = _BIG
+                        min2[s] = _BIG
+                        min1c[s] = -1
+                for p in range(0 if single else ln):
                     c = pool[st + p]
                     if not placed[c]:
                         for q in range(_piece(pp, c, single), _piece(pp, c + 1, single)):
@@ -475,37 +483,69 @@ def search(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, nb_ptr,
                             ev[k] = fixed[c]
                         elif _align(mf[c], mod[c], res[c]) < L:
                             ms = _BIG
-                            for q in range(_piece(pp, c, single), _piece(pp, c + 1, single)):
-                                for s in range(ps0[q], ps1[q]):
-                                    ms = min(ms, min2[s] if min1c[s] == c else min1[s])
+                            if single:  # neighbours lowest first: the first unplaced one is the smallest
+                                for q in range(nb_ptr[c], nb_ptr[c + 1]):
+                                    if not placed[nb_idx[q]]:
+                                        ms = ph[nb_idx[q]]
+                                        break
+                            else:
+                                for q in range(_piece(pp, c, single), _piece(pp, c + 1, single)):
+                                    for s in range(ps0[q], ps1[q]):
+                                        ms = min(ms, min2[s] if min1c[s] == c else min1[s])
                             ev[k] = _align(max(mf[c], base, L + ms), mod[c], res[c])
                         else:
                             ev[k] = _align(max(mf[c], base), mod[c], res[c])
                         evb[k] = c
                         k += 1
-                srt = np.argsort(ev[:k])
-                j = k - 1
-                while j >= 0 and not exhausted:
-                    t = ev[srt[j]]
-                    j2 = j
-                    while j2 >= 0 and ev[srt[j2]] == t:
-                        c = evb[srt[j2]]
+                # a section's sum never exceeds its remaining load, so only a unit whose threshold plus
+                # the highest load over its span exceeds cap can fail: the pass runs over the sections
+                # those units span, with the units from the lowest such threshold up (the same answer)
+                for s in range(smin, smax):
+                    rmax[0, s] = load[s]
+                w = 1
+                for lv in range(1, lg[smax - smin] + 1):
+                    for s in range(smin, smax - 2 * w + 1):
+                        rmax[lv, s] = max(rmax[lv - 1, s], rmax[lv - 1, s + w])
+                    w *= 2
+                dmin = nsec
+                dmax = 0
+                tmin = _BIG
+                for r in range(k):
+                    c = evb[r]
+                    if s1[c] <= s0[c]:
+                        continue  # no footprint
+                    lv = lg[s1[c] - s0[c]]
+                    top = max(rmax[lv, s0[c]], rmax[lv, s1[c] - (1 << lv)])
+                    if ev[r] + top > cap:
+                        dmin = min(dmin, s0[c])
+                        dmax = max(dmax, s1[c])
+                        tmin = min(tmin, ev[r])
+                if tmin < _BIG:
+                    ks = 0
+                    for r in range(k):
+                        if ev[r] >= tmin:
+                            sel[ks] = r
+                            ks += 1
+                    srt = np.argsort(ev[sel[:ks]])
+                    for s in range(dmin, dmax):
+                        acc[s] = 0
+                    # one pass, highest first: a section's sum is complete at the last unit of a
+                    # threshold that covers it, and partial sums earlier in the threshold are lower
+                    for j in range(ks - 1, -1, -1):
+                        r = sel[srt[j]]
+                        c = evb[r]
+                        room = cap - ev[r]
                         for q in range(_piece(pp, c, single), _piece(pp, c + 1, single)):
-                            for s in range(ps0[q], ps1[q]):
-                                acc[s] += ph[q]
-                        j2 -= 1
-                    for r in range(j2 + 1, j + 1):
-                        c = evb[srt[r]]
-                        for q in range(_piece(pp, c, single), _piece(pp, c + 1, single)):
-                            for s in range(ps0[q], ps1[q]):
-                                if t + acc[s] > cap:
-                                    exhausted = True
-                                    break
-                            if exhausted:
-                                break
+                            h = ph[q]
+                            top = 0
+                            for s in range(max(ps0[q], dmin), min(ps1[q], dmax)):
+                                a = acc[s] + h
+                                acc[s] = a
+                                top = max(top, a)
+                            if top > room:
+                                exhausted = True
                         if exhausted:
                             break
-                    j = j2
             f_U1[d] = U1
             f_U1a[d] = U1a
             f_U2[d] = U2
