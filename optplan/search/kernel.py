@@ -509,7 +509,7 @@ def search(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, nb_ptr,
                     w *= 2
                 dmin = nsec
                 dmax = 0
-                tmin = _BIG
+                tmin = -1  # none (a threshold can reach _BIG: a unit with nothing left to lift it)
                 for r in range(k):
                     c = evb[r]
                     if s1[c] <= s0[c]:
@@ -519,8 +519,8 @@ def search(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, nb_ptr,
                     if ev[r] + top > cap:
                         dmin = min(dmin, s0[c])
                         dmax = max(dmax, s1[c])
-                        tmin = min(tmin, ev[r])
-                if tmin < _BIG:
+                        tmin = ev[r] if tmin < 0 else min(tmin, ev[r])
+                if tmin >= 0:
                     ks = 0
                     for r in range(k):
                         if ev[r] >= tmin:
