@@ -458,23 +458,23 @@ def search(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, nb_ptr,
                 # a buffer whose lowest offset is below L rests, in the reference plan, on a buffer
                 # placed later (at >= L) that overlaps it in time: it starts at >= L + that size
                 base = max(L, emin)
-                if not single:
+                if not single:  # per section, the smallest unplaced piece (and whose) and the next
                     for s in range(smin, smax):
                         min1[s] = _BIG
                         min2[s] = _BIG
                         min1c[s] = -1
-                for p in range(0 if single else ln):
-                    c = pool[st + p]
-                    if not placed[c]:
-                        for q in range(_piece(pp, c, single), _piece(pp, c + 1, single)):
-                            h = ph[q]
-                            for s in range(ps0[q], ps1[q]):
-                                if h < min1[s]:
-                                    min2[s] = min1[s]
-                                    min1[s] = h
-                                    min1c[s] = c
-                                elif h < min2[s]:
-                                    min2[s] = h
+                    for p in range(ln):
+                        c = pool[st + p]
+                        if not placed[c]:
+                            for q in range(pp[c], pp[c + 1]):
+                                h = ph[q]
+                                for s in range(ps0[q], ps1[q]):
+                                    if h < min1[s]:
+                                        min2[s] = min1[s]
+                                        min1[s] = h
+                                        min1c[s] = c
+                                    elif h < min2[s]:
+                                        min2[s] = h
                 k = 0
                 for p in range(ln):
                     c = pool[st + p]
