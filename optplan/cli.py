@@ -19,7 +19,7 @@ from rich.table import Table
 from optplan import planners
 from optplan.bounds import lower_bounds, peak_load
 from optplan.errors import OptplanError, PlannerBug
-from optplan.formats import read_placements, read_problem, write_plan, write_problem
+from optplan.formats import check_output, read_placements, read_problem, write_plan, write_problem
 from optplan.formats.native_json import plan_to_dict
 from optplan.plan import Plan, peaks, usage_curve
 from optplan.problem import Problem
@@ -53,6 +53,8 @@ def _load(args: argparse.Namespace) -> Problem:
         if args.capacity < 0:
             raise OptplanError(f"--capacity must be >= 0, got {args.capacity}")
         problem = problem.with_capacity(args.capacity)
+    if getattr(args, "output", None):  # what the problem decides (CSV: one memory), before any solve
+        check_output(args.output, args.output_kind, len(problem.memories), bool(problem.relative))
     return problem
 
 
@@ -178,7 +180,9 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    write_problem(read_problem(args.input), args.output)
+    problem = read_problem(args.input)
+    check_output(args.output, "problem", len(problem.memories), bool(problem.relative))
+    write_problem(problem, args.output)
     return EXIT_OK
 
 
@@ -280,7 +284,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--objective", choices=("min-peak", "feasible"), default=None,
                    help="min-peak: minimize the (weighted) peaks; feasible: any plan within the capacities")
     s.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
-    s.set_defaults(run=cmd_solve)
+    s.set_defaults(run=cmd_solve, output_kind="plan")
 
     s = sub.add_parser("validate", help="check a plan against a problem")
     problem_arg(s, capacity=False)
@@ -301,7 +305,7 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("convert", help="convert a problem between .csv and .json")
     s.add_argument("input")
     s.add_argument("output")
-    s.set_defaults(run=cmd_convert)
+    s.set_defaults(run=cmd_convert, output_kind="problem")
 
     s = sub.add_parser("extract", help="buffers and lifetimes of a torch.export program (.pt2) as a problem")
     s.add_argument("program", help="a saved ExportedProgram (.pt2, torch.export.save)")
@@ -311,7 +315,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--plan-outputs", action=argparse.BooleanOptionalAction, default=True,
                    help="plan user outputs (default: yes, as ExecuTorch)")
     s.add_argument("--alignment", type=int, default=16, help="offset alignment in bytes (default 16, ExecuTorch's)")
-    s.set_defaults(run=cmd_extract)
+    s.set_defaults(run=cmd_extract, output_kind="problem")
 
     s = sub.add_parser("compare", help="run every heuristic and rank them by peak")
     problem_arg(s)
@@ -325,21 +329,21 @@ def _parser() -> argparse.ArgumentParser:
     problem_arg(s, capacity=False)
     s.add_argument("plan", help="plan file: .json or .csv")
     s.add_argument("-o", "--output", required=True, help="picture file: .png, .svg or .pdf")
-    s.set_defaults(run=cmd_plot)
+    s.set_defaults(run=cmd_plot, output_kind="picture")
 
     s = sub.add_parser("export-model", help="write the MILP model (.lp or .mps) for Gurobi, CPLEX or any MIP solver")
     problem_arg(s)
     s.add_argument("-o", "--output", required=True, help="model file: .lp (CPLEX LP format) or .mps")
     s.add_argument("--objective", choices=("min-peak", "feasible"), default="min-peak",
                    help="min-peak: minimize the (weighted) peaks; feasible: any plan within the capacities")
-    s.set_defaults(run=cmd_export_model)
+    s.set_defaults(run=cmd_export_model, output_kind="model")
 
     s = sub.add_parser("import-solution", help="validate a MIP solver's solution of export-model's model and write the plan")
     problem_arg(s)
     s.add_argument("solution", help="solution file: Gurobi .sol or 'name value' lines")
     s.add_argument("-o", "--output", required=True, help="plan file: .json or .csv")
     s.add_argument("--json", action="store_true", help="print the plan as JSON instead of a table")
-    s.set_defaults(run=cmd_import_solution)
+    s.set_defaults(run=cmd_import_solution, output_kind="plan")
 
     s = sub.add_parser("planners", help="list the registered planners")
     s.set_defaults(run=lambda args: (out.print("\n".join(planners.names()), markup=False), EXIT_OK)[1])
@@ -349,6 +353,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if getattr(args, "output", None):  # a bad output path fails now, not after the work
+            check_output(args.output, args.output_kind)
         return args.run(args)
     except OptplanError as e:
         err.print(f"optplan: error: {e}", markup=False)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from optplan.errors import FormatError
 from optplan.formats import minimalloc_csv, native_json
+from optplan.formats.output import check_output, write_text
 from optplan.plan import Placement, Plan
 from optplan.problem import Problem
 
@@ -28,21 +27,6 @@ def _read(path: str | Path) -> str:
         raise FormatError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise FormatError(f"{path}: cannot read: {e}") from None
-
-
-def write_text(path: str | Path, text: str) -> None:
-    """Write atomically: a failure never leaves a partial output file behind."""
-    path = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a plan is an ordinary file
-        os.replace(tmp, path)
-    except OSError as e:
-        raise FormatError(f"{path}: cannot write: {e.strerror or e}") from None
 
 
 def read_problem(path: str | Path) -> Problem:
@@ -76,4 +60,4 @@ def write_plan(problem: Problem, plan: Plan, path: str | Path) -> None:
     write_text(path, text)
 
 
-__all__ = ["read_placements", "read_problem", "write_plan", "write_problem", "write_text"]
+__all__ = ["check_output", "read_placements", "read_problem", "write_plan", "write_problem", "write_text"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from optplan.errors import OptplanError
+from optplan.formats.output import atomic_output
 from optplan.plan import Plan, usage_curve
 from optplan.problem import Problem
 
@@ -48,8 +49,9 @@ def draw_layout(problem: Problem, plan: Plan, path: str | Path, title: str | Non
     fig.suptitle(title or f"{plan.planner}: {plan.status.value}")
     fig.tight_layout()
     try:
-        fig.savefig(path)
-    except (OSError, ValueError) as e:
+        with atomic_output(path) as name:  # savefig cannot guess the format from this name
+            fig.savefig(name, format=Path(path).suffix.lower().lstrip(".") or None)
+    except ValueError as e:
         raise OptplanError(f"{path}: cannot write picture: {e}") from None
     finally:
         plt.close(fig)

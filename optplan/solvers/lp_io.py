@@ -12,8 +12,6 @@ variables from a solution file, and returns a Plan that passed the validator.
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +19,7 @@ from pathlib import Path
 import pulp
 
 from optplan.errors import FormatError, OptplanError
+from optplan.formats.output import atomic_output
 from optplan.plan import Plan
 from optplan.planners import Result, finish
 from optplan.problem import Problem
@@ -68,16 +67,11 @@ def export_model(problem: Problem, path: str | Path, objective: str = "min-peak"
                            "(optplan then minimizes the peaks one memory at a time); set smaller weights per memory "
                            "or export with --objective feasible")
     lp = model.lp
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.", suffix=ext)
-        os.close(fd)
+    with atomic_output(path) as name:  # pulp writes by name: the new, still unnamed file
         if ext == ".lp":
-            lp.writeLP(tmp)
+            lp.writeLP(name)
         else:
-            lp.writeMPS(tmp)
-        os.replace(tmp, path)
-    except OSError as e:
-        raise FormatError(f"{path}: cannot write: {e.strerror or e}") from None
+            lp.writeMPS(name)
     variables = lp.variables()
     binaries = sum(v.cat == pulp.LpInteger and v.lowBound == 0 and v.upBound == 1 for v in variables)
     integers = sum(v.cat == pulp.LpInteger for v in variables) - binaries
