@@ -21,6 +21,7 @@ from optplan.bounds import lower_bounds, peak_load
 from optplan.errors import OptplanError, PlannerBug
 from optplan.formats import check_output, read_placements, read_problem, write_plan, write_problem
 from optplan.formats.native_json import plan_to_dict
+from optplan.objective import Objective
 from optplan.plan import Plan, peaks, usage_curve
 from optplan.problem import Problem
 from optplan.validate import validate
@@ -263,6 +264,12 @@ def cmd_import_solution(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _objective_arg(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--objective", choices=Objective.NAMES, default=None,
+                   help="min-peak: minimize the peaks, slowest memory first; weighted: the weighted sum of "
+                        "the peaks; feasible: any plan within the capacities (default: min-peak)")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="optplan", description="Optimal static memory plans for machine-learning models.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -281,8 +288,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=None, help="random seed")
     s.add_argument("--deterministic", action="store_true",
                    help="repeatable results: solver time in deterministic units, every heuristic run")
-    s.add_argument("--objective", choices=("min-peak", "feasible"), default=None,
-                   help="min-peak: minimize the (weighted) peaks; feasible: any plan within the capacities")
+    _objective_arg(s)
     s.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     s.set_defaults(run=cmd_solve, output_kind="plan")
 
@@ -334,8 +340,7 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("export-model", help="write the MILP model (.lp or .mps) for Gurobi, CPLEX or any MIP solver")
     problem_arg(s)
     s.add_argument("-o", "--output", required=True, help="model file: .lp (CPLEX LP format) or .mps")
-    s.add_argument("--objective", choices=("min-peak", "feasible"), default="min-peak",
-                   help="min-peak: minimize the (weighted) peaks; feasible: any plan within the capacities")
+    _objective_arg(s)
     s.set_defaults(run=cmd_export_model, output_kind="model")
 
     s = sub.add_parser("import-solution", help="validate a MIP solver's solution of export-model's model and write the plan")

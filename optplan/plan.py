@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from optplan.problem import objective_weights
+from optplan.objective import Objective
 
 if TYPE_CHECKING:
     from optplan.problem import Problem
@@ -37,7 +37,7 @@ class Plan:
     peak: dict[str, int]  # memory -> highest byte used + 1
     lower_bound: dict[str, int]  # memory -> proven lower bound on that memory's peak
     seconds: float = 0.0
-    objective: str = "min-peak"  # "min-peak" (weighted sum of peaks) or "feasible" (fit the capacities)
+    objective: Objective = field(default_factory=Objective)  # what objective_value measures
     objective_value: int | None = None
     objective_bound: int | None = None
     message: str = ""  # why infeasible, "time limit reached", ...
@@ -80,12 +80,6 @@ def peaks(problem: Problem, placements: dict[str, Placement]) -> dict[str, int]:
         if p is not None and b.size > 0 and p.memory in out:
             out[p.memory] = max(out[p.memory], p.offset + b.size)
     return out
-
-
-def weighted_peak(problem: Problem, placements: dict[str, Placement]) -> int:
-    """The objective every plan is judged by: the sum over memories of weight x peak."""
-    weights = objective_weights(problem)
-    return sum(weights[m] * v for m, v in peaks(problem, placements).items())
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 
 from optplan.bounds import lower_bounds
 from optplan.errors import OptplanError, PlannerBug
-from optplan.plan import Placement, Plan, Status, peaks, weighted_peak
-from optplan.problem import Problem, objective_weights
+from optplan.objective import Objective
+from optplan.plan import Placement, Plan, Status, peaks
+from optplan.problem import Problem
 from optplan.validate import validate
 
 # Modules whose import registers planners, in registry order.
@@ -55,15 +56,18 @@ def planner(name: str) -> Callable[[PlannerFn], Callable[..., Plan]]:
 
         def run(problem: Problem, **options: object) -> Plan:
             t0 = time.perf_counter()
-            unknown = set(options) - accepted
+            unknown = set(options) - accepted - {"objective"}  # every plan is judged by one
             if unknown:
                 raise OptplanError(f"planner {name!r} does not take option(s): {', '.join(sorted(unknown))}")
+            objective = Objective.parse(options.pop("objective", None), problem)  # type: ignore[arg-type]
+            if "objective" in accepted:
+                options["objective"] = objective
             bounds = lower_bounds(problem)
             if bounds.infeasible is not None:
                 result = Result(None, proven_infeasible=True, message=bounds.infeasible)
             else:
                 result = fn(problem, **options)
-            return finish(problem, result, name, time.perf_counter() - t0, str(options.get("objective", "min-peak")))
+            return finish(problem, result, name, time.perf_counter() - t0, objective)
 
         run.__name__ = fn.__name__
         run.__doc__ = fn.__doc__
@@ -77,14 +81,15 @@ def planner(name: str) -> Callable[[PlannerFn], Callable[..., Plan]]:
     return register
 
 
-def finish(problem: Problem, result: Result, name: str, seconds: float, objective: str = "min-peak") -> Plan:
-    """Turn a raw Result into a Plan: bounds, truthful status, validation."""
+def finish(problem: Problem, result: Result, name: str, seconds: float, objective: Objective | None = None) -> Plan:
+    """Turn a raw Result into a Plan: bounds, truthful status, validation (``objective``
+    defaults to the problem's default objective)."""
+    objective = Objective.parse(objective, problem)
     bounds = lower_bounds(problem)
     lower = dict(bounds.lower)
     for m, v in (result.bound or {}).items():
         lower[m] = max(lower[m], int(v))
-    weights = objective_weights(problem)
-    objective_bound = sum(weights[m] * lower[m] for m in lower)
+    objective_bound = objective.bound(problem, lower)
     if result.objective_bound is not None:
         objective_bound = max(objective_bound, int(result.objective_bound))
     if result.placements is None:
@@ -95,7 +100,7 @@ def finish(problem: Problem, result: Result, name: str, seconds: float, objectiv
     if violations:
         raise PlannerBug(f"planner {name!r} produced an invalid plan: {violations[0]} ({len(violations)} violations)")
     peak = peaks(problem, result.placements)
-    value = weighted_peak(problem, result.placements)
+    value = objective.value(problem, result.placements)
     optimal = result.proven_optimal or all(peak[m] <= lower[m] for m in peak) or value <= objective_bound
     if result.proven_optimal:
         objective_bound = value
@@ -142,4 +147,4 @@ def solve(problem: Problem, planner: str = "auto", **options: object) -> Plan:
     """Run the named planner, passing only the options it accepts (e.g. ``time_limit``)."""
     fn = get(planner)
     accepted = fn.options  # type: ignore[attr-defined]
-    return fn(problem, **{k: v for k, v in options.items() if k in accepted and v is not None})
+    return fn(problem, **{k: v for k, v in options.items() if (k in accepted or k == "objective") and v is not None})

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from optplan import planners
 from optplan.formats import read_problem
 from optplan.heuristics import orders
-from optplan.heuristics.packer import greedy, objective
+from optplan.heuristics.packer import greedy, score
 from optplan.plan import Status
 from optplan.problem import Buffer, Memory, Problem, RelativePlacement
 from optplan.validate import validate
@@ -129,7 +129,7 @@ def test_best_fit_heap_uses_room_below_the_heap_top():
 def test_first_fit_orders_keeps_the_best_order():
     p = Problem(ORDER_MATTERS)
     plan = run(p, "first-fit-orders")
-    singles = {name: objective(p, greedy(p, fn(p), "first").placements) for name, fn in
+    singles = {name: score(p, greedy(p, fn(p), "first").placements) for name, fn in
                {"size": orders.by_size, "area": orders.by_area, "length": orders.by_length,
                 "start": orders.by_start}.items()}
     assert plan.objective_value == min(singles.values())
@@ -316,7 +316,7 @@ def test_first_fit_orders_known_answer():
     # at 3, and a (alive with c at step 0 and with b at step 1) lands at 5: peak 6. By area, b goes
     # first at 0, c at 0, e above b at 2, and a (above c's [0, 3) and b's [0, 2)) at 3: peak 5 = bound.
     p = Problem((Buffer("a", 1, 0, 2), Buffer("b", 2, 1, 3), Buffer("c", 3, 0, 1), Buffer("d", 1, 3, 6), Buffer("e", 3, 2, 3)))
-    assert objective(p, greedy(p, orders.by_size(p), "first").placements) == 6
+    assert score(p, greedy(p, orders.by_size(p), "first").placements) == 6
     plan = run(p, "first-fit-orders")
     assert plan.peak["mem"] == 5 and plan.stats["order"] == "area" and plan.status is Status.OPTIMAL
 

@@ -7,7 +7,8 @@ for long-lived activations, start for chains); trying each costs one greedy pass
 from __future__ import annotations
 
 from optplan.heuristics import orders
-from optplan.heuristics.packer import greedy, objective
+from optplan.heuristics.packer import greedy, score
+from optplan.objective import Objective
 from optplan.planners import Result, planner
 from optplan.problem import Problem
 
@@ -15,12 +16,12 @@ ORDERS = {"size": orders.by_size, "area": orders.by_area, "length": orders.by_le
 
 
 @planner("first-fit-orders")
-def first_fit_orders(problem: Problem) -> Result:
+def first_fit_orders(problem: Problem, objective: Objective | None = None) -> Result:
     """First fit by decreasing size, area, lifetime length and by start; the lowest objective wins."""
     best, best_value, best_name, messages = None, float("inf"), None, []
     for name, order in ORDERS.items():
         result = greedy(problem, order(problem), policy="first")
-        value = objective(problem, result.placements)
+        value = score(problem, result.placements, objective)
         if result.placements is None:
             messages.append(f"{name}: {result.message}")
         elif value < best_value:

@@ -17,7 +17,8 @@ import time
 
 from optplan.bounds import lower_bounds
 from optplan.heuristics.orders import by_conflicts, by_size, by_start
-from optplan.heuristics.packer import greedy, objective
+from optplan.heuristics.packer import greedy, score
+from optplan.objective import Objective
 from optplan.plan import peaks
 from optplan.planners import Result, planner
 from optplan.problem import Problem, Unit, objective_weights
@@ -40,7 +41,7 @@ def _peak_units(problem: Problem, order: list[Unit], placements: dict) -> list[i
 
 @planner("hill-climb")
 def hill_climb(problem: Problem, time_limit: float | None = None, iterations: int | None = None,
-               seed: int = 0) -> Result:
+               seed: int = 0, objective: Objective | None = None) -> Result:
     """Perturb the best starting order while it does not get worse; stop at ``iterations`` steps
     or ``time_limit`` seconds (default 1 s when neither is given; the starting orders are
     always evaluated, so a large problem may overrun a tiny limit)."""
@@ -48,18 +49,18 @@ def hill_climb(problem: Problem, time_limit: float | None = None, iterations: in
         time_limit = 1.0
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     rng = random.Random(seed)
+    objective = Objective.parse(objective, problem)
     value = float("inf")
     for start in (by_size, by_conflicts, by_start):
         candidate = start(problem)
         trial = greedy(problem, candidate, policy="best")
-        trial_value = objective(problem, trial.placements)
+        trial_value = score(problem, trial.placements, objective)
         if trial_value < value or start is by_size:
             order, result, value = candidate, trial, trial_value
         if deadline is not None and time.perf_counter() >= deadline:
             break
     best = result
-    weights = objective_weights(problem)
-    floor = sum(weights[m] * v for m, v in lower_bounds(problem).lower.items())
+    floor = objective.bound(problem, lower_bounds(problem).lower)
     patience = 200 + 20 * len(order)
     steps = improvements = since = 0
     while len(order) > 1 and value > floor and since < patience and (iterations is None or steps < iterations) \
@@ -76,7 +77,7 @@ def hill_climb(problem: Problem, time_limit: float | None = None, iterations: in
             i, j = rng.sample(range(len(candidate)), 2)
             candidate[i], candidate[j] = candidate[j], candidate[i]
         trial = greedy(problem, candidate, policy="best")
-        trial_value = objective(problem, trial.placements)
+        trial_value = score(problem, trial.placements, objective)
         if trial_value <= value:
             if trial_value < value:
                 improvements += 1

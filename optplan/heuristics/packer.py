@@ -21,7 +21,8 @@ from typing import Literal
 
 import numpy as np
 
-from optplan.plan import Placement, weighted_peak
+from optplan.objective import Objective
+from optplan.plan import Placement
 from optplan.planners import Result
 from optplan.problem import Problem, Unit
 
@@ -311,6 +312,7 @@ def greedy(problem: Problem, order: Sequence[Unit], policy: Policy = "first") ->
     return Result(packer.placements)
 
 
-def objective(problem: Problem, placements: dict[str, Placement] | None) -> float:
-    """The weighted sum of peaks a plan is judged by (inf for no plan): used to keep the best."""
-    return float("inf") if placements is None else weighted_peak(problem, placements)
+def score(problem: Problem, placements: dict[str, Placement] | None, objective: Objective | None = None) -> float:
+    """The value of a plan under ``objective`` (the problem's default if None; inf for no plan):
+    what heuristics that try several plans keep the best by."""
+    return float("inf") if placements is None else Objective.parse(objective, problem).value(problem, placements)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from optplan.objective import Objective
 from optplan.search import kernel
 from optplan.search.clock import Clock
 from optplan.search.instance import MAX_PAIRS, Instance, Ordered, ordered
@@ -313,7 +314,7 @@ INEXACT_NOTE = ("a piece starts above its unit's lowest byte (a relative member 
                 "bound from live load")
 
 
-def solve(inst: Instance, capacity: int | None, lower: int, objective: str, clock: Clock,
+def solve(inst: Instance, capacity: int | None, lower: int, objective: Objective | str, clock: Clock,
           workers: int = 1, seed: int = 0, progress: Callable[[dict], None] | None = None,
           table_slots: int | None = None, goal: int | None = None) -> Answer:
     """Feasibility at ``capacity`` ("feasible") or the optimal peak <= ``capacity`` ("min-peak").
@@ -327,6 +328,7 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: str, cloc
     ``table_slots``: size of each ordering's failed-state table (None: ``TABLE_SLOTS``; 0: none).
     ``clock``: the time (a deterministic one makes the answer repeatable, and runs in one process)."""
     t_start = time.perf_counter()
+    objective = Objective.parse(objective)
     g = inst.scale
     lb = inst.scaled_bound(lower)  # proven
     cap = None if capacity is None else inst.scaled_capacity(capacity)
@@ -369,11 +371,11 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: str, cloc
     report()
     if cap is not None and lb > cap:
         return answer(False, infeasible=True)
-    if best is not None and (objective == "feasible" or best_top <= floor):
+    if best is not None and (not objective.optimizes or best_top <= floor):
         return answer(False)
     if best is None and cap is not None:
         # a plan under the capacity first: upward steps alone may not reach it in time
-        first = clock if objective == "feasible" or lb >= cap else clock.part(0.5 * clock.left())
+        first = clock if not objective.optimizes or lb >= cap else clock.part(0.5 * clock.left())
         out = decide_parallel(ords, inst.n, cap, first, workers, exact, table_slots)
         stats.add(out.stats)
         if out.status == kernel.INFEASIBLE:
@@ -382,9 +384,9 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: str, cloc
         if out.status == kernel.FOUND:
             best, best_top = out.offsets, int((out.offsets + inst.size).max())
             report()
-            if objective == "feasible":
+            if not objective.optimizes:
                 return answer(False)
-        elif objective == "feasible" or lb >= cap:
+        elif not objective.optimizes or lb >= cap:
             return answer(True)
     if best is None:
         # no plan under the capacity yet: prove capacities upward until one admits a plan

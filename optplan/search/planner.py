@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from optplan.bounds import lower_bounds
+from optplan.objective import Objective
 from optplan.planners import Result, planner
 from optplan.problem import Problem, Unit
 from optplan.search import engine
@@ -42,15 +43,14 @@ def time_parts(units: list[Unit]) -> list[list[Unit]]:
 
 @planner("search")
 def search(problem: Problem, time_limit: float | None = None, seed: int = 0, workers: int = 1,
-           objective: str = "min-peak", progress: Callable[[dict], None] | None = None,
+           objective: Objective | str | None = None, progress: Callable[[dict], None] | None = None,
            deterministic: bool = False, goal: dict[str, int] | None = None) -> Result:
     """Canonical-solution search (numba); ``workers`` processes share the ordering portfolio.
     ``deterministic``: time counted in search nodes (``clock.NODES_PER_SECOND`` per second), one
     process: the same answer on every run and machine. ``goal``: per-memory peaks (bytes) that are
     good enough, when the problem is a part of a larger one whose memory cannot go below them:
     minimization stops at a plan under them instead of proving this part's own lower optimum."""
-    if objective not in ("min-peak", "feasible"):
-        return Result(None, message=f"search: unknown objective {objective!r}; use 'min-peak' or 'feasible'")
+    objective = Objective.parse(objective, problem)
     why = unsupported(problem)
     if why:
         return Result(None, message=f"search: {why}")
@@ -94,7 +94,7 @@ def search(problem: Problem, time_limit: float | None = None, seed: int = 0, wor
         placements.update(inst.placements(ans.offsets))
         peak[m] = max(peak.get(m, 0), ans.peak or 0)
     optimal = complete and not infeasible and all(peak.get(m, 0) <= bound[m] for m in by_memory)
-    if complete and not infeasible and objective == "min-peak":
+    if complete and not infeasible and objective.optimizes:
         for m in by_memory:
             if peak.get(m, 0) > max(bound[m], enough.get(m, 0)) and m not in noted:
                 messages.append(f"memory {m!r}: time limit reached; peak {peak[m]}, proven bound {bound[m]}")
@@ -107,5 +107,5 @@ def search(problem: Problem, time_limit: float | None = None, seed: int = 0, wor
         return Result(None, proven_infeasible=True, bound=bound, message="; ".join(dict.fromkeys(messages)), stats=info)
     if not complete:
         return Result(None, bound=bound, message="; ".join(dict.fromkeys(messages)), stats=info)
-    return Result(placements, proven_optimal=optimal and objective == "min-peak", bound=bound,
+    return Result(placements, proven_optimal=optimal and objective.optimizes, bound=bound,
                   message="; ".join(dict.fromkeys(messages)), stats=info)

@@ -28,7 +28,8 @@ from ortools.sat.python import cp_model
 from optplan.bounds import lower_bounds
 from optplan.plan import Placement, peaks
 from optplan.planners import Result, planner
-from optplan.problem import Problem, objective_weights
+from optplan.objective import Objective
+from optplan.problem import Problem
 from optplan.solvers.reduce import (
     Choice,
     Part,
@@ -104,11 +105,11 @@ class PartModel:
     measure the active units (LNS: lower the freed region even where fixed units reach the peak).
     """
 
-    def __init__(self, part: Part, objective: str = "min-peak", active: Sequence[int] | None = None,
+    def __init__(self, part: Part, objective: Objective | str | None = None, active: Sequence[int] | None = None,
                  fixed: dict[int, Choice] | None = None, ceiling: dict[str, int] | None = None,
                  symmetry: bool = True, fixed_count: bool = True) -> None:
         self.part = part
-        self.objective = objective
+        self.objective = objective = Objective.parse(objective, part.problem)
         units = part.scaled
         self.active = list(range(len(units))) if active is None else list(active)
         self.fixed = dict(fixed or {})
@@ -201,7 +202,7 @@ class PartModel:
             self._order(g)
         self.weights: dict[str, int] = {}
         self.weight_factor: int | None = None  # model objective * factor * scale = weighted bytes
-        if objective != "feasible":
+        if objective.optimizes:
             self._objective()
 
     def _align(self, i: int, m: int, r: int, memory: str | None, enforce, lo: int, hi: int) -> None:
@@ -236,7 +237,7 @@ class PartModel:
                 self.model.add(key(i) + 1 <= key(j))
 
     def _objective(self) -> None:
-        w = {m: objective_weights(self.part.problem)[m] for m in self.memories}
+        w = {m: self.objective.weights(self.part.problem)[m] for m in self.memories}
         g = math.gcd(*w.values()) or 1
         ws = {m: v // g for m, v in w.items()}
         if sum(ws[m] * self.horizon[m] for m in ws) < _INT_LIMIT:
@@ -304,8 +305,8 @@ class _Watch(cp_model.CpSolverSolutionCallback):
             self.last = time.perf_counter()
             self.best = self.pm.read(self)
             if self.report:
-                value = int(self.objective_value) if self.pm.objective != "feasible" else None
-                bound = int(self.best_objective_bound) if self.pm.objective != "feasible" else None
+                value = int(self.objective_value) if self.pm.objective.optimizes else None
+                bound = int(self.best_objective_bound) if self.pm.objective.optimizes else None
                 self.report(self.best, value, bound)
 
     def on_bound(self, bound: float) -> None:
@@ -327,7 +328,7 @@ def run(pm: PartModel, settings: Settings, seconds: float, report=None, stall: f
     solver = cp_model.CpSolver()
     settings.apply(solver, seconds)
     watch = _Watch(pm, report)
-    if pm.objective != "feasible":
+    if pm.objective.optimizes:
         solver.best_bound_callback = watch.on_bound
     stop = threading.Event()
     if stall is not None and not settings.deterministic:
@@ -348,13 +349,13 @@ def run(pm: PartModel, settings: Settings, seconds: float, report=None, stall: f
         settings.wall_capped += 1
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         out.choices = [c for _, c in sorted(pm.read(solver).items())]
-        if pm.objective != "feasible":
+        if pm.objective.optimizes:
             out.value = round(solver.objective_value)
             out.bound = _int_bound(solver.best_objective_bound)
         out.optimal = status == cp_model.OPTIMAL
     elif status == cp_model.INFEASIBLE:
         out.infeasible = True
-    elif pm.objective != "feasible":
+    elif pm.objective.optimizes:
         out.bound = _int_bound(solver.best_objective_bound)
     return out
 
@@ -372,7 +373,7 @@ def part_result(part: Part, pm: PartModel | None, choices: Sequence[Choice] | No
     """A part's Result in bytes, from a plan in grid units, whether it is proven optimal for the
     part, and the proven bound on ``pm``'s objective (if any)."""
     stats = dict(stats or {})
-    if pm is not None and pm.objective == "feasible":
+    if pm is not None and not pm.objective.optimizes:
         optimal = False  # a feasibility model proves a plan exists, not that it is the best
     if choices is None:
         return Result(None, proven_infeasible=infeasible, message=message, stats=stats)
@@ -380,7 +381,7 @@ def part_result(part: Part, pm: PartModel | None, choices: Sequence[Choice] | No
     peak = part_peaks(part, choices)
     per_memory: dict[str, int] = {}
     objective_bound = None
-    if pm is not None and pm.objective != "feasible" and bound is not None:
+    if pm is not None and pm.objective.optimizes and bound is not None:
         if len(pm.memories) == 1 and pm.weights[pm.memories[0]] > 0:
             m = pm.memories[0]
             per_memory[m] = -(-bound // pm.weights[m]) * part.scale
@@ -405,7 +406,7 @@ def hint_choices(part: Part) -> list[Choice] | None:
     return part.choices(placements)
 
 
-def solve_parts(problem: Problem, objective: str, time_limit: float | None, settings: Settings,
+def solve_parts(problem: Problem, objective: Objective, time_limit: float | None, settings: Settings,
                 solve_one: Callable[[Part, float, Callable], Result], progress=None) -> Result:
     """Reduce, hand each part its share of the remaining time (by size), merge the Results."""
     t0 = time.perf_counter()
@@ -445,7 +446,7 @@ class Tracker:
             bound = None
         else:  # the values finish() would compute, without re-validating on every report
             merged = merge(self.red, [self.latest[j] for j in range(len(self.red.parts))])
-            weights = objective_weights(self.red.problem)
+            weights = self.red.objective.weights(self.red.problem)
             peak = peaks(self.red.problem, merged.placements or {})
             best = sum(weights[m] * v for m, v in peak.items())
             floor = lower_bounds(self.red.problem).lower
@@ -457,7 +458,7 @@ class Tracker:
         self.progress({"best": best, "bound": bound, "gap": gap, "elapsed": time.perf_counter() - self.t0})
 
 
-def solve_part_cpsat(part: Part, seconds: float | None, settings: Settings, objective: str,
+def solve_part_cpsat(part: Part, seconds: float | None, settings: Settings, objective: Objective,
                      incumbent: list[Choice] | None = None, report=None) -> Result:
     """One CP-SAT run on a whole part (warm-started from ``incumbent`` or the user's hints)."""
     t0 = time.perf_counter()
@@ -467,7 +468,7 @@ def solve_part_cpsat(part: Part, seconds: float | None, settings: Settings, obje
                f"({FULL_MODEL_MAX_UNITS}); planner 'auto' works on such parts by neighbourhood search")
         return part_result(part, None, start, False, False, None, msg) if start is not None else Result(None, message=msg)
     ceiling = None
-    if start is not None and objective != "feasible" and len(part.memories) == 1:
+    if start is not None and objective.optimizes and len(part.memories) == 1:
         ceiling = part_peaks(part, start)  # only a better or equal plan is of interest
     try:
         pm = PartModel(part, objective, ceiling=ceiling)
@@ -496,9 +497,10 @@ def solve_part_cpsat(part: Part, seconds: float | None, settings: Settings, obje
 
 @planner("cpsat")
 def cpsat_planner(problem: Problem, time_limit: float | None = None, workers: int = 2, seed: int = 0,
-                  objective: str = "min-peak", deterministic: bool = False, progress=None) -> Result:
+                  objective: Objective | str | None = None, deterministic: bool = False, progress=None) -> Result:
     """CP-SAT on each independent part (user hints as warm start), no heuristics."""
     settings = Settings(workers, seed, deterministic)
+    objective = Objective.parse(objective, problem)
     result = solve_parts(problem, objective, time_limit, settings,
                          lambda part, share, rep: solve_part_cpsat(part, share, settings, objective, None, rep),
                          progress)

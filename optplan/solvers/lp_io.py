@@ -20,6 +20,7 @@ import pulp
 
 from optplan.errors import FormatError, OptplanError
 from optplan.formats.output import atomic_output
+from optplan.objective import Objective
 from optplan.plan import Plan
 from optplan.planners import Result, finish
 from optplan.problem import Problem
@@ -45,17 +46,18 @@ class ModelInfo:
     scale: int  # offsets in the model are multiples of this many bytes
 
 
-def _whole(problem: Problem) -> Reduction:
-    return reduce(problem, "min-peak", split=False)
+def _whole(problem: Problem, objective: Objective | None = None) -> Reduction:
+    return reduce(problem, objective, split=False)
 
 
-def export_model(problem: Problem, path: str | Path, objective: str = "min-peak") -> ModelInfo:
+def export_model(problem: Problem, path: str | Path, objective: Objective | str | None = None) -> ModelInfo:
     """Write the MILP of ``problem`` as ``.lp`` (CPLEX LP format) or ``.mps`` (free MPS)."""
     path = Path(path)
     ext = path.suffix.lower()
     if ext not in MODEL_EXTENSIONS:
         raise FormatError(f"{path}: unknown model extension {ext or '(none)'!r}; use .lp or .mps")
-    red = _whole(problem)
+    objective = Objective.parse(objective, problem)
+    red = _whole(problem, objective)
     if not red.parts:
         raise OptplanError("nothing to optimize: no buffer of the problem has bytes")
     part = red.parts[0]

@@ -57,7 +57,8 @@ from optplan.errors import OptplanError
 from optplan.heuristics.packer import Packer
 from optplan.plan import Placement
 from optplan.planners import Result, planner
-from optplan.problem import Problem, objective_weights
+from optplan.objective import Objective
+from optplan.problem import Problem
 from optplan.solvers.cpsat import Settings, part_peaks, solve_parts
 from optplan.solvers.portfolio import run_heuristics
 from optplan.solvers.reduce import (
@@ -82,7 +83,7 @@ class Model:
 
     part: Part
     lp: pulp.LpProblem
-    objective: str
+    objective: Objective
     offset: list[pulp.LpVariable]
     assign: list[dict[str, pulp.LpVariable]]  # empty: the unit has one memory
     ks: list[dict[str, pulp.LpVariable]]  # alignment multipliers ("" key: shared by all memories)
@@ -122,7 +123,7 @@ def assign_name(i: int, memory_index: int) -> str:
     return f"x_{i}_{memory_index}"
 
 
-def model_weights(part: Part, horizon: dict[str, int]) -> tuple[dict[str, int], int | None, tuple[str, ...]]:
+def model_weights(part: Part, horizon: dict[str, int], objective: Objective) -> tuple[dict[str, int], int | None, tuple[str, ...]]:
     """The objective as the MIP gets it: weights, the factor back to ``objective_weights``, stages.
 
     MIP solvers compute in doubles: objective values must stay well below 2**53 for a gap of one
@@ -132,7 +133,7 @@ def model_weights(part: Part, horizon: dict[str, int]) -> tuple[dict[str, int], 
     stage keeping the peaks the earlier ones reached.
     """
     problem = part.problem
-    w = {m: objective_weights(problem)[m] for m in part.memories}
+    w = {m: objective.weights(problem)[m] for m in part.memories}
     g = math.gcd(*w.values()) or 1
     ws = {m: v // g for m, v in w.items()}
     if sum(ws[m] * horizon[m] for m in ws) < EXACT_LIMIT:
@@ -144,7 +145,7 @@ def model_weights(part: Part, horizon: dict[str, int]) -> tuple[dict[str, int], 
     return {m: int(m == stages[0]) for m in part.memories}, None, stages
 
 
-def build_model(part: Part, objective: str = "min-peak", incumbent: Sequence[Choice] | None = None,
+def build_model(part: Part, objective: Objective | str | None = None, incumbent: Sequence[Choice] | None = None,
                 floor: dict[str, int] | None = None, symmetry: bool = True) -> Model:
     """The MILP of ``part``; ``incumbent`` (grid units) bounds the horizons and is the warm start.
 
@@ -153,6 +154,7 @@ def build_model(part: Part, objective: str = "min-peak", incumbent: Sequence[Cho
     """
     units = part.scaled
     problem = part.problem
+    objective = Objective.parse(objective, problem)
     mems = list(part.memories)
     jx = {m: _name(problem, m) for m in mems}
     floor = {m: max(part.lower[m], (floor or {}).get(m, 0)) for m in mems}
@@ -167,11 +169,11 @@ def build_model(part: Part, objective: str = "min-peak", incumbent: Sequence[Cho
                                    if u.fixed_offset is None and m in u.memories)
         cap = part.capacity[m]
         horizon[m] = stack if cap is None else min(cap, stack)
-    if objective == "feasible":
+    if not objective.optimizes:
         weights, factor, stages = {m: 0 for m in mems}, 1, ()
     else:
-        weights, factor, stages = model_weights(part, horizon)
-    if incumbent is not None and objective != "feasible":
+        weights, factor, stages = model_weights(part, horizon, objective)
+    if incumbent is not None and objective.optimizes:
         inc = part_peaks(part, incumbent)
         value = sum(weights[m] * max(floor[m], inc[m]) for m in mems)
         for m in mems:
@@ -282,7 +284,7 @@ def build_model(part: Part, objective: str = "min-peak", incumbent: Sequence[Cho
                 lp += (pulp.lpSum(rank[m] * assign[a][m] for m in u.memories)
                        <= pulp.lpSum(rank[m] * assign[b][m] for m in u.memories)), f"sym_memory_{a}_{b}"
 
-    if objective == "feasible":
+    if not objective.optimizes:
         lp += pulp.LpAffineExpression()
     else:
         lp += pulp.lpSum(weights[m] * peak[m] for m in mems)
@@ -511,7 +513,7 @@ def _run_highs(model: Model, seconds: float | None, gap_abs: float, workers: int
         out.value = r["objective"]
     out.optimal = r["status"] == "Optimal"
     out.infeasible = r["status"] == "Infeasible"
-    if model.objective != "feasible" and math.isfinite(r["bound"]):
+    if model.objective.optimizes and math.isfinite(r["bound"]):
         out.bound = r["bound"] if not out.optimal or out.value is None else max(r["bound"], out.value)
     out.stats = {"nodes": r["nodes"]}
     return out
@@ -528,7 +530,7 @@ def _cbc_outcome(model: Model, log: str) -> Outcome:
     if lp.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
         out.values = {v.name: v.varValue for v in lp.variables() if v.varValue is not None}
         out.value = pulp.value(lp.objective) or 0.0
-    if model.objective != "feasible":
+    if model.objective.optimizes:
         lower = re.search(r"^Lower bound:\s*(\S+)", log, re.MULTILINE)
         if out.optimal:
             out.bound = out.value
@@ -546,7 +548,7 @@ def best_heuristic(problem: Problem, seconds: float, seed: int = 0) -> dict[str,
     return min(found, key=lambda p: p.objective_value).placements if found else None  # type: ignore[arg-type, return-value]
 
 
-def solve_part(part: Part, solver: str, seconds: float | None, objective: str,
+def solve_part(part: Part, solver: str, seconds: float | None, objective: Objective,
                incumbent: dict[str, Placement] | None, workers: int = 1, seed: int = 0) -> Result:
     """The MIP of one part, warm-started from the heuristic plan, which is kept if nothing beats
     it; in lexicographic stages when the weighted objective is too large for doubles."""
@@ -561,7 +563,7 @@ def solve_part(part: Part, solver: str, seconds: float | None, objective: str,
         peak = part_peaks(part, start)
         if all(peak[m] <= max(part.lower[m], floor.get(m, 0)) for m in part.memories):
             # the heuristic plan meets the lower bound: nothing to prove
-            return Result(part.placements(start), proven_optimal=objective != "feasible", stats=stats)
+            return Result(part.placements(start), proven_optimal=objective.optimizes, stats=stats)
     try:
         model = build_model(part, objective, start, floor)
     except OptplanError as e:
@@ -619,7 +621,7 @@ def _result(model: Model, choices: Sequence[Choice], proven: bool, bound: float 
     """A part's Result in bytes; bounds only where the model's floor does not blur them."""
     part = model.part
     g = part.scale
-    if model.objective == "feasible":
+    if not model.objective.optimizes:
         return Result(part.placements(choices), message=message, stats=stats)
     value = model.value(choices)  # the first objective (the only one unless in stages)
     b = value if proven else (None if bound is None else math.ceil(bound - 1e-6 - 1e-9 * abs(bound)))
@@ -639,14 +641,13 @@ def _result(model: Model, choices: Sequence[Choice], proven: bool, bound: float 
 
 
 def milp(problem: Problem, solver: str, time_limit: float | None, workers: int, seed: int,
-         objective: str, progress: Callable[[dict], None] | None, warm_start: bool = True) -> Result:
+         objective: Objective | str | None, progress: Callable[[dict], None] | None, warm_start: bool = True) -> Result:
     """Heuristic warm start, then one MIP per independent part in its share of the time."""
-    if objective not in ("min-peak", "feasible"):
-        raise OptplanError(f"objective must be 'min-peak' or 'feasible', got {objective!r}")
+    objective = Objective.parse(objective, problem)
     t0 = time.perf_counter()
     heuristic_budget = 1.0 if time_limit is None else min(1.0, 0.05 * time_limit)
     incumbent = best_heuristic(problem, heuristic_budget, seed) if warm_start else None
-    if objective == "feasible" and incumbent is not None:
+    if not objective.optimizes and incumbent is not None:
         return Result(incumbent, message="the heuristic plan fits the capacities; no MIP needed")
     remaining = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.0)
     workers = max(1, int(workers))
@@ -665,7 +666,7 @@ def milp(problem: Problem, solver: str, time_limit: float | None, workers: int, 
 
 @planner("milp-cbc")
 def milp_cbc(problem: Problem, time_limit: float | None = None, workers: int = 1, seed: int = 0,
-             objective: str = "min-peak", progress: Callable[[dict], None] | None = None,
+             objective: Objective | str | None = None, progress: Callable[[dict], None] | None = None,
              warm_start: bool = True) -> Result:
     """MILP with CBC (bundled with PuLP), warm-started from the best heuristic plan
     (``warm_start=False``: the MIP alone, e.g. to compare with CP-SAT)."""
@@ -674,7 +675,7 @@ def milp_cbc(problem: Problem, time_limit: float | None = None, workers: int = 1
 
 @planner("milp-highs")
 def milp_highs(problem: Problem, time_limit: float | None = None, workers: int = 1, seed: int = 0,
-               objective: str = "min-peak", progress: Callable[[dict], None] | None = None,
+               objective: Objective | str | None = None, progress: Callable[[dict], None] | None = None,
                warm_start: bool = True) -> Result:
     """MILP with HiGHS (needs the optional highspy), warm-started from the best heuristic plan
     (``warm_start=False``: the MIP alone)."""

@@ -21,6 +21,7 @@ import numpy as np
 from optplan import planners
 from optplan.plan import Plan, Status, peaks
 from optplan.planners import Result, heuristic_names, planner
+from optplan.objective import Goal, Objective
 from optplan.problem import Problem, objective_weights
 from optplan.solvers.cpsat import (
     FULL_MODEL_MAX_UNITS,
@@ -86,9 +87,10 @@ def _value(plan: Plan) -> tuple[int, float]:
 
 @planner("auto")
 def auto(problem: Problem, time_limit: float | None = None, workers: int = 2, seed: int = 0,
-         objective: str = "min-peak", deterministic: bool = False, progress=None) -> Result:
+         objective: Objective | str | None = None, deterministic: bool = False, progress=None) -> Result:
     """Heuristics -> best as warm start -> exact search engine / CP-SAT / LNS per part."""
     t0 = time.perf_counter()
+    objective = Objective.parse(objective, problem)
     if time_limit is not None:  # keep time to merge and validate the plan (about 1 s per 30k buffers)
         time_limit = max(time_limit - min(0.1 * time_limit, 0.2 + 1e-4 * len(problem.buffers)), 0.0)
     settings = Settings(workers, seed, deterministic)
@@ -115,8 +117,8 @@ def auto(problem: Problem, time_limit: float | None = None, workers: int = 2, se
         rheur, _ = run_heuristics(relaxed, None if left is None else left * HEURISTIC_SHARE, seed, deterministic)
         rbest = min(rheur, key=_value) if rheur else None
         stats["elastic_start"] = None if rbest is None else f"{rbest.planner}: {rbest.objective_value}"
-        red = reduce(relaxed, "min-peak")
-        merged = _solve_parts(red, rbest, time_limit, t0, settings, "min-peak", seed, progress, goal=problem)
+        red = reduce(relaxed, Objective(Goal.MIN_PEAK))
+        merged = _solve_parts(red, rbest, time_limit, t0, settings, red.objective, seed, progress, goal=problem)
         merged.stats.update(stats, **_capped(settings))
         peak = peaks(problem, merged.placements or {})
         over = [m.name for m in problem.memories if m.capacity is not None and merged.placements is not None
@@ -153,7 +155,7 @@ def _elastic_ok(problem: Problem) -> bool:
 
 
 def _solve_parts(red: Reduction, best: Plan | None, time_limit: float | None, t0: float, settings: Settings,
-                 objective: str, seed: int, progress, goal: Problem | None = None) -> Result:
+                 objective: Objective, seed: int, progress, goal: Problem | None = None) -> Result:
     """``solve_part`` on every part, smallest first, each with its share of the time; merged.
 
     ``goal``: stop a part as soon as its peaks fit the capacities of this problem."""
@@ -185,7 +187,7 @@ def _solve_parts(red: Reduction, best: Plan | None, time_limit: float | None, t0
         if goal is not None:
             caps = {m: goal.memory(m).capacity // part.scale for m in part.memories
                     if goal.memory(m).capacity is not None}
-        elif objective != "feasible" and len(part.memories) == 1:
+        elif objective.optimizes and len(part.memories) == 1:
             caps = {part.memories[0]: floor[part.memories[0]] // part.scale}
         results[i] = solve_part(part, share, settings, objective, incumbent, seed,
                                 lambda r, i=i: tracker.update(i, r), goal=caps)
@@ -196,7 +198,7 @@ def _solve_parts(red: Reduction, best: Plan | None, time_limit: float | None, t0
     return merge(red, done)
 
 
-def solve_part(part: Part, seconds: float | None, settings: Settings, objective: str,
+def solve_part(part: Part, seconds: float | None, settings: Settings, objective: Objective,
                incumbent: list[Choice] | None, seed: int, report: Callable[[Result], None],
                goal: dict[str, int] | None = None) -> Result:
     """The portfolio on one part: search engine, CP-SAT until it stalls, then LNS.
@@ -212,21 +214,21 @@ def solve_part(part: Part, seconds: float | None, settings: Settings, objective:
     for m in part.memories:
         bound[m] = max(bound.get(m, 0), proven.get(m, 0))
     peak = peaks(part.sub_problem, res.placements)
-    optimal = res.proven_optimal or (objective != "feasible" and all(peak[m] <= bound[m] for m in part.memories))
+    optimal = res.proven_optimal or (objective.optimizes and all(peak[m] <= bound[m] for m in part.memories))
     return replace(res, bound=bound, proven_optimal=optimal)
 
 
-def _solve_part(part: Part, seconds: float | None, settings: Settings, objective: str,
+def _solve_part(part: Part, seconds: float | None, settings: Settings, objective: Objective,
                 incumbent: list[Choice] | None, seed: int, report: Callable[[Result], None],
                 goal: dict[str, int] | None, proven: dict[str, int]) -> Result:
     """``solve_part``'s stages; ``proven`` receives the search members' per-memory bounds (bytes)."""
     clock = Budget(seconds, settings.deterministic)
     left = clock.left
     stats: dict[str, object] = {}
-    if incumbent is not None and objective != "feasible" and all(
+    if incumbent is not None and objective.optimizes and all(
             v <= part.lower[m] for m, v in part_peaks(part, incumbent).items()):
         return part_result(part, None, incumbent, True, False, None, "", stats)
-    if objective == "feasible" and incumbent is not None:
+    if not objective.optimizes and incumbent is not None:
         return part_result(part, None, incumbent, False, False, None, "", stats)
 
     def reached(choices: list[Choice] | None) -> bool:
@@ -276,7 +278,7 @@ def _solve_part(part: Part, seconds: float | None, settings: Settings, objective
 
     # 2. CP-SAT on the whole part, warm-started, until it stalls
     # only a plan at least as good is of interest; per memory that holds for one memory only
-    single = incumbent is not None and objective != "feasible" and len(part.memories) == 1
+    single = incumbent is not None and objective.optimizes and len(part.memories) == 1
     ceiling = part_peaks(part, incumbent) if single else None
     try:
         pm = PartModel(part, objective, ceiling=ceiling)
@@ -302,7 +304,7 @@ def _solve_part(part: Part, seconds: float | None, settings: Settings, objective
     if incumbent is None:
         return Result(None, message="no plan found within the time limit", stats=stats)
     best_bound = out.bound
-    if out.optimal or objective == "feasible" or reached(incumbent):
+    if out.optimal or not objective.optimizes or reached(incumbent):
         return part_result(part, pm, incumbent, out.optimal, False, best_bound, "", stats)
 
     # 3. large-neighbourhood search around the peak while time is left
@@ -354,7 +356,7 @@ class Budget:
         return out
 
 
-def lns(part: Part, incumbent: list[Choice], settings: Settings, objective: str,
+def lns(part: Part, incumbent: list[Choice], settings: Settings, objective: Objective,
         clock: Budget, seed: int, report: Callable[[Result], None],
         goal: Callable[[list[Choice]], bool] = lambda c: False) -> tuple[list[Choice], dict]:
     """Free the units alive around a unit at the peak (or the highest units: a band below the
@@ -395,7 +397,7 @@ def lns(part: Part, incumbent: list[Choice], settings: Settings, objective: str,
         for i in free:
             m = cur[i][0]
             region_top[m] = max(region_top.get(m, 0), tops[i])
-        pm = PartModel(part, objective if objective != "feasible" else "min-peak", active=free, fixed=fixed,
+        pm = PartModel(part, objective if objective.optimizes else Objective(), active=free, fixed=fixed,
                        ceiling=peak, fixed_count=False)
         pm.hint({i: cur[i] for i in free})
         budget = min(left(), max(1.0, 0.1 * left()))

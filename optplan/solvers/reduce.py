@@ -9,7 +9,7 @@ coordinate, so before building one we
   single-memory component into *time sections* wherever no unit is alive across a time step.
   Peaks of different memories are separate terms of the objective, and the peak of one memory
   is the max over its sections, so solving parts apart loses nothing. A component where units
-  still choose their memory is only cut in time for ``objective="feasible"`` (under a weighted
+  still choose their memory is only cut in time for the ``feasible`` objective (under a weighted
   min-peak objective its sections trade bytes between memories through the shared max);
 * express every byte quantity of a part in multiples of ``scale``, the gcd of all unit extents,
   member offsets, alignments (> 1) and fixed offsets. Gravity argument: in some optimal plan
@@ -34,7 +34,8 @@ import numpy as np
 from optplan.bounds import lower_bounds
 from optplan.plan import Placement, peaks
 from optplan.planners import Result
-from optplan.problem import Problem, Unit, objective_weights
+from optplan.objective import Objective
+from optplan.problem import Problem, Unit
 
 Choice = tuple[str, int]  # (memory, root offset) of one unit
 
@@ -94,18 +95,19 @@ class Reduction:
     problem: Problem
     parts: tuple[Part, ...]
     empty: dict[str, Placement]  # placements of buffers in units without bytes
-    objective: str
+    objective: Objective
 
 
-def reduce(problem: Problem, objective: str = "min-peak", split: bool = True) -> Reduction:
+def reduce(problem: Problem, objective: Objective | str | None = None, split: bool = True) -> Reduction:
     """Drop empty units, split into independent parts (unless ``split`` is False), scale each."""
+    objective = Objective.parse(objective, problem)
     sized = [u for u in problem.units if u.pieces]
     empty = place_empty(problem, [u for u in problem.units if not u.pieces])
     groups: list[tuple[int, list[Unit]]] = []
     components = memory_components(sized) if split else ([sized] if sized else [])
     for c, comp in enumerate(components):
         single = len({m for u in comp for m in u.memories}) == 1
-        if split and (single or objective == "feasible"):
+        if split and (single or not objective.optimizes):
             groups.extend((c, s) for s in time_sections(comp))
         else:
             groups.append((c, comp))
@@ -322,7 +324,7 @@ def merge(reduction: Reduction, results: Sequence[Result]) -> Result:
     placements = dict(reduction.empty)
     for res in results:
         placements.update(res.placements or {})
-    weights = objective_weights(problem)
+    weights = reduction.objective.weights(problem)
     peak = peaks(problem, placements)
     bound = {m: 0 for m in problem.memory_names}
     for part, res in zip(parts, results):
@@ -341,7 +343,7 @@ def merge(reduction: Reduction, results: Sequence[Result]) -> Result:
             objective_bound += by_memory
             optimal &= all(peak[m] <= bound[m] for m in mems)
     messages = sorted({res.message for res in results if res.message})
-    return Result(placements, proven_optimal=optimal and reduction.objective != "feasible", bound=bound,
+    return Result(placements, proven_optimal=optimal and reduction.objective.optimizes, bound=bound,
                   objective_bound=objective_bound, message="; ".join(messages), stats=_stats(parts, results))
 
 
