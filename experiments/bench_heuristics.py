@@ -25,6 +25,7 @@ import numpy as np
 from optplan import planners
 from optplan.formats import read_problem
 from optplan.problem import Buffer, Memory, Problem
+from optplan.study.instances import discover, is_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
@@ -78,7 +79,11 @@ def speed(args: argparse.Namespace) -> None:
 
 def compare(args: argparse.Namespace) -> None:
     names = args.only or planners.heuristic_names()
-    problems = [(f"{Path(f).parent.name}/{Path(f).stem.split('.')[0]}", read_problem(f)) for f in args.files]
+    # a shell glob such as models/*.json also names models/summary.json, which is not a problem
+    paths = [f for f in args.files if Path(f).is_dir() or is_problem(Path(f))]
+    for f in sorted(set(args.files) - set(paths)):
+        print(f"(skipped {f}: not an optplan problem)\n")
+    problems = [(i.label, read_problem(i.path)) for i in discover(paths)[0]]
     planners.solve(synthetic(10), names[0])  # warm up: the registry imports every planner module once
     print("Each cell: peak / lower bound (seconds). No capacity: every heuristic minimizes the peak.\n")
     print("| heuristic | " + " | ".join(f"{n} ({len(p.buffers):,})" for n, p in problems) + " |")
@@ -136,7 +141,7 @@ def main() -> None:
     s.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     s.set_defaults(run=speed)
     s = sub.add_parser("compare", parents=[common])
-    s.add_argument("files", nargs="+")
+    s.add_argument("files", nargs="+", help="problem files or directories (files that are not problems are skipped)")
     s.set_defaults(run=compare)
     s = sub.add_parser("tiny", parents=[common])
     s.add_argument("--count", type=int, default=400)

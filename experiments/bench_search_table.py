@@ -174,8 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         trace: list[tuple[float, int]] = []
 
         def progress(info: dict) -> None:
-            if info["best_peak"] is not None:
-                trace.append((info["elapsed"], info["best_peak"]))
+            if info["best"] is not None:
+                trace.append((info["elapsed"], info["best"]))
 
         ans = engine.solve(inst, CAPACITY, lower, "min-peak", args.seconds, args.workers, progress=progress,
                            table_slots=slots)

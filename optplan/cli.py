@@ -48,12 +48,16 @@ def _pct(g: float | None) -> str:
     return "n/a" if g is None else f"{100 * g:.2f}%"
 
 
+def _capped(problem: Problem, capacity: int) -> Problem:
+    if capacity < 0:
+        raise OptplanError(f"--capacity must be >= 0, got {capacity}")
+    return problem.with_capacity(capacity)
+
+
 def _load(args: argparse.Namespace) -> Problem:
     problem = read_problem(args.problem)
     if getattr(args, "capacity", None) is not None:
-        if args.capacity < 0:
-            raise OptplanError(f"--capacity must be >= 0, got {args.capacity}")
-        problem = problem.with_capacity(args.capacity)
+        problem = _capped(problem, args.capacity)
     if getattr(args, "output", None):  # what the problem decides (CSV: one memory), before any solve
         check_output(args.output, args.output_kind, len(problem.memories), bool(problem.relative))
     return problem
@@ -72,18 +76,11 @@ def _plan_table(problem: Problem, plan: Plan) -> Table:
 
 
 def _progress_printer() -> tuple[Callable[[dict], None] | None, Callable[[], None]]:
-    """A live status line on a terminal (best, bound, gap, elapsed); nothing when piped."""
-    if not err.is_terminal:
-        return None, lambda: None
-    status = err.status("solving ...")
-    status.start()
+    """Best, bound, gap and a ticking elapsed time: a live line on a terminal, plain lines elsewhere."""
+    from optplan.report.progress import SolveProgress
 
-    def update(info: dict) -> None:
-        gap = info.get("gap")
-        status.update(f"best {_bytes(info.get('best'))}  bound {_bytes(info.get('bound'))}  "
-                      f"gap {_pct(gap)}  {info.get('elapsed', 0):.1f} s")
-
-    return update, status.stop
+    progress = SolveProgress(err)
+    return progress, progress.stop
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
@@ -202,42 +199,22 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    problem = _load(args)
-    names = args.planners.split(",") if args.planners else planners.heuristic_names()
-    results = [planners.solve(problem, n, time_limit=args.time_limit, seed=args.seed) for n in names]
-    results.sort(key=lambda p: (not p.found, p.objective_value if p.objective_value is not None else 0))
-    if args.json:
-        out.print(json.dumps([plan_to_dict(p) for p in results]), markup=False)
-        return EXIT_OK if any(p.found for p in results) else EXIT_NO_PLAN
-    bound = results[0].lower_bound if results else {}
-    t = Table(title="lower bound: " + ", ".join(f"{m} {_bytes(v)}" for m, v in bound.items()), title_justify="left", box=box.SIMPLE_HEAD)
-    t.add_column("planner", no_wrap=True)
-    t.add_column("status", no_wrap=True)
-    for m in problem.memory_names:
-        t.add_column(f"peak {m}" if len(problem.memories) > 1 else "peak", justify="right", no_wrap=True)
-    for col in ("gap", "seconds"):
-        t.add_column(col, justify="right", no_wrap=True)
-    for p in results:
-        t.add_row(p.planner, p.status.value, *[_bytes(p.peak[m]) if p.found else "-" for m in problem.memory_names],
-                  _pct(p.gap) if p.found else "n/a", f"{p.seconds:.3f}")
-    out.print(t)
-    return EXIT_OK if any(p.found for p in results) else EXIT_NO_PLAN
+    from optplan.study.command import compare_command
+
+    return compare_command(args, out, lambda p: p if args.capacity is None else _capped(p, args.capacity))
+
+
+def cmd_study(args: argparse.Namespace) -> int:
+    from optplan.study.command import memories_from_specs, study_command
+
+    args.memories = memories_from_specs(args.memory)
+    return study_command(args, out, err)
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from optplan.planners import Result, finish
-    from optplan.report.layout import draw_layout
+    from optplan.study.command import plot_command
 
-    problem = read_problem(args.problem)
-    placements = read_placements(args.plan, problem)
-    violations = validate(problem, placements)
-    if violations:
-        out.print(f"INVALID: {violations[0]} ({len(violations)} violation(s)); run `optplan validate` for all", markup=False)
-        return EXIT_NO_PLAN
-    plan = finish(problem, Result(placements), Path(args.plan).name, 0.0)
-    draw_layout(problem, plan, args.output)
-    out.print(f"layout written to {args.output}", markup=False)
-    return EXIT_OK
+    return plot_command(args, out)
 
 
 def cmd_export_model(args: argparse.Namespace) -> int:
@@ -323,18 +300,35 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--alignment", type=int, default=16, help="offset alignment in bytes (default 16, ExecuTorch's)")
     s.set_defaults(run=cmd_extract, output_kind="problem")
 
-    s = sub.add_parser("compare", help="run every heuristic and rank them by peak")
-    problem_arg(s)
+    s = sub.add_parser("compare", help="run every heuristic on problems and rank them by peak")
+    s.add_argument("paths", nargs="+", metavar="PATH", help="problem files, or directories of .json/.csv problems")
+    s.add_argument("--capacity", type=int, help="cap single-memory problems at N bytes")
     s.add_argument("--planners", help="comma-separated planner names (default: all heuristics)")
     s.add_argument("--time-limit", type=float, default=None, help="budget for planners that search (e.g. hill-climb)")
     s.add_argument("--seed", type=int, default=None)
-    s.add_argument("--json", action="store_true", help="print a JSON list, one object per planner")
+    s.add_argument("--json", action="store_true", help="print a JSON list, one plan object per run")
     s.set_defaults(run=cmd_compare)
 
-    s = sub.add_parser("plot", help="draw a plan (time x address per memory) to PNG/SVG/PDF")
+    s = sub.add_parser("study", help="every planner on every problem: runs.csv, summary.md and plots in a directory")
+    s.add_argument("paths", nargs="+", metavar="PATH", help="problem files, or directories of .json/.csv problems")
+    s.add_argument("-o", "--output", dest="out_dir", required=True, metavar="DIR", help="directory for runs.csv, summary.md, plots")
+    s.add_argument("--planners", help="comma-separated planner names (default: every heuristic and auto)")
+    s.add_argument("--time-limit", type=float, default=60.0, help="seconds per run (default 60)")
+    s.add_argument("--memory", action="append", metavar="SPEC",
+                   help="replace every problem's memories: NAME[:CAPACITY][:align=N], fastest first, repeatable")
+    s.add_argument("--executor", choices=("local", "dask"), default="local",
+                   help="local process pool (default) or dask.distributed (pip install 'optplan[dask]')")
+    s.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler, e.g. tcp://host:8786 (default: a LocalCluster)")
+    s.add_argument("--jobs", type=int, default=None, help="runs at a time (default: one per core)")
+    s.add_argument("--workers", type=int, default=1, help="solver threads of each run (default 1)")
+    s.set_defaults(run=cmd_study)
+
+    s = sub.add_parser("plot", help="draw a plan (time x address per memory) to PNG/SVG/PDF/HTML")
     problem_arg(s, capacity=False)
     s.add_argument("plan", help="plan file: .json or .csv")
-    s.add_argument("-o", "--output", required=True, help="picture file: .png, .svg or .pdf")
+    s.add_argument("-o", "--output", required=True, help="picture file: .png, .svg, .pdf or .html (hover: id, size, lifetime, offset)")
+    s.add_argument("--width", type=int, default=1600, help="picture width in pixels (default 1600)")
+    s.add_argument("--dpi", type=int, default=100, help="dots per inch (default 100)")
     s.set_defaults(run=cmd_plot, output_kind="picture")
 
     s = sub.add_parser("export-model", help="write the MILP model (.lp or .mps) for Gurobi, CPLEX or any MIP solver")
@@ -357,6 +351,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # a study records how it was started
     try:
         if getattr(args, "output", None):  # a bad output path fails now, not after the work
             check_output(args.output, args.output_kind)

@@ -242,7 +242,7 @@ def test_layout_draws_the_real_rectangles(tmp_path: Path, monkeypatch: pytest.Mo
     import matplotlib.collections
     import matplotlib.pyplot  # noqa: F401 - loads its PolyCollection subclasses before the spy goes in
 
-    from optplan.report.layout import draw_layout
+    from optplan.report.layout import PlanHeader, draw_layout
 
     drawn = []
     real = matplotlib.collections.PolyCollection
@@ -253,7 +253,8 @@ def test_layout_draws_the_real_rectangles(tmp_path: Path, monkeypatch: pytest.Mo
 
     monkeypatch.setattr(matplotlib.collections, "PolyCollection", spy)
     p = Problem((Buffer("a", 4, 0, 6, gaps=(Gap(2, 4, (1, 3)),)),))
-    draw_layout(p, planners.solve(p, "greedy-size"), tmp_path / "l.png")
+    plan = planners.solve(p, "greedy-size")
+    draw_layout(p, plan.placements, PlanHeader.of(plan), tmp_path / "l.png")
     boxes = sorted((v[0][0], v[1][0], v[0][1], v[2][1]) for v in drawn)
     assert boxes == [(0, 2, 0, 4), (2, 4, 1, 3), (4, 6, 0, 4)]
 

@@ -44,12 +44,19 @@ def write_problem(problem: Problem, path: str | Path) -> None:
 
 def read_placements(path: str | Path, problem: Problem) -> dict[str, Placement]:
     """A plan file's placements (CSV plans are in the problem's only memory)."""
+    return read_plan_file(path, problem)[0]
+
+
+def read_plan_file(path: str | Path, problem: Problem) -> tuple[dict[str, Placement], dict | None]:
+    """A plan file's placements, and what a JSON plan records about itself (status, planner, peak,
+    gap, ...; None for a CSV plan, which records only placements)."""
     ext, text = _ext(path), _read(path)
     if ext == ".csv":
         if len(problem.memories) != 1:
             raise FormatError(f"{path}: a CSV plan holds one memory but the problem has {len(problem.memories)}")
-        return minimalloc_csv.placements_from_csv(text, problem.memories[0].name, str(path))
-    return native_json.placements_from_json(text, str(path))
+        return minimalloc_csv.placements_from_csv(text, problem.memories[0].name, str(path)), None
+    doc = native_json.plan_document(text, str(path))
+    return native_json.placements_of(doc), {k: v for k, v in doc.items() if k != "placements"}
 
 
 def write_plan(problem: Problem, plan: Plan, path: str | Path) -> None:
@@ -60,4 +67,4 @@ def write_plan(problem: Problem, plan: Plan, path: str | Path) -> None:
     write_text(path, text)
 
 
-__all__ = ["check_output", "read_placements", "read_problem", "write_plan", "write_problem", "write_text"]
+__all__ = ["check_output", "read_placements", "read_plan_file", "read_problem", "write_plan", "write_problem", "write_text"]

@@ -105,7 +105,17 @@ def plan_to_json(plan: Plan) -> str:
     return json.dumps(plan_to_dict(plan), indent=1) + "\n"
 
 
-def placements_from_json(text: str, source: str = "<json>") -> dict[str, Placement]:
+def plan_document(text: str, source: str = "<json>") -> dict[str, Any]:
+    """The plan file's JSON object, checked against the schema."""
     doc = _load(text, source)
     _check(doc, "plan", source)
+    return doc
+
+
+def placements_of(doc: dict[str, Any]) -> dict[str, Placement]:
     return {k: Placement(v["memory"], v["offset"]) for k, v in doc["placements"].items()}
+
+
+def placements_from_json(text: str, source: str = "<json>") -> dict[str, Placement]:
+    return placements_of(plan_document(text, source))
+

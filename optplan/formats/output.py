@@ -29,7 +29,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "plan": (".json", ".csv"),
     "problem": (".json", ".csv"),
     "model": (".lp", ".mps"),
-    "picture": (".png", ".svg", ".pdf"),
+    "picture": (".png", ".svg", ".pdf", ".html"),
 }
 
 

@@ -1,57 +1,209 @@
-"""A picture of a plan: one panel per memory, time on x, address on y (matplotlib, optional)."""
+"""A picture of a plan: one panel per memory, time (steps) on x, address on y.
+
+Buffers are one collection per memory coloured by size (log scale), so 30,000 of them draw as fast
+and read as well as 10. Over them: the live-bytes curve, the lower bound, the capacity, and the step
+of the peak. The title is what the plan file says (planner, status, peak, gap), never re-derived.
+SVG and HTML carry each buffer's id, size, lifetime and offset as a hover title.
+"""
 
 from __future__ import annotations
 
+import html
+import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from optplan.errors import OptplanError
-from optplan.formats.output import atomic_output
-from optplan.plan import Plan, usage_curve
+from optplan.formats.output import atomic_output, check_output
+from optplan.plan import Placement, Plan, usage_curve
 from optplan.problem import Problem
+from optplan.report.units import human_bytes, unit_for
+
+EDGE_LIMIT = 2000  # outlines beyond this many rectangles only darken the picture
 
 
-def draw_layout(problem: Problem, plan: Plan, path: str | Path, title: str | None = None) -> None:
-    """Write a PNG/SVG/PDF (by extension) of the plan's buffers and each memory's live-load curve."""
+@dataclass(frozen=True)
+class PlanHeader:
+    """What a plan file says about itself (a CSV plan says nothing: fields None)."""
+
+    planner: str | None = None
+    status: str | None = None
+    peak: dict[str, int] | None = None
+    lower_bound: dict[str, int] | None = None
+    gap: float | None = None
+
+    @classmethod
+    def of(cls, plan: Plan) -> PlanHeader:
+        return cls(plan.planner, plan.status.value, dict(plan.peak), dict(plan.lower_bound), plan.gap)
+
+    @classmethod
+    def from_fields(cls, doc: dict | None) -> PlanHeader:
+        """From ``read_plan_file``'s fields (None: a CSV plan)."""
+        if doc is None:
+            return cls()
+        return cls(doc.get("planner"), doc["status"], doc.get("peak"), doc.get("lower_bound"), doc.get("gap"))
+
+
+def pyplot() -> Any:
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        from matplotlib.collections import PolyCollection
     except ImportError:
         raise OptplanError("plotting needs matplotlib: pip install 'optplan[plot]'") from None
-    used = [m for m in problem.memory_names if any(p.memory == m for p in plan.placements.values())] or list(problem.memory_names)
-    fig, axes = plt.subplots(len(used), 1, figsize=(10, 3.5 * len(used)), squeeze=False)
-    for ax, m in zip(axes[:, 0], used):
-        polys, colors = [], []
-        for i, b in enumerate(problem.buffers):
-            p = plan.placements.get(b.id)
-            if p is None or p.memory != m or b.size == 0:
-                continue
-            for t0, t1, y0, y1 in b.footprint():  # gaps leave holes, windows narrow bands
-                y0, y1 = p.offset + y0, p.offset + y1
-                polys.append([(t0, y0), (t1, y0), (t1, y1), (t0, y1)])
-                colors.append(plt.cm.tab20(i % 20))
-        ax.add_collection(PolyCollection(polys, facecolors=colors, edgecolors="black", linewidths=0.2))
-        curve = usage_curve(problem, plan.placements, m)
-        if len(curve.times):
-            ax.step(curve.times, curve.live, where="post", color="black", linewidth=1, label="live bytes")
-        ax.axhline(plan.peak.get(m, 0), color="red", linestyle="--", linewidth=1, label=f"peak {plan.peak.get(m, 0):,}")
-        ax.axhline(plan.lower_bound.get(m, 0), color="green", linestyle=":", linewidth=1,
-                   label=f"lower bound {plan.lower_bound.get(m, 0):,}")
-        capacity = problem.memory(m).capacity
-        if capacity is not None:
-            ax.axhline(capacity, color="gray", linewidth=1, label=f"capacity {capacity:,}")
-        ax.autoscale_view()
-        ax.set_xlabel("time step")
-        ax.set_ylabel(f"{m} address")
-        ax.legend(loc="upper right", fontsize=7)
-    fig.suptitle(title or f"{plan.planner}: {plan.status.value}")
+    plt.rcParams["svg.fonttype"] = "none"  # text stays text: searchable, and small files
+    plt.rcParams["svg.hashsalt"] = "optplan"  # the same picture gives the same file
+    return plt
+
+
+def _title(header: PlanHeader) -> str:
+    if header.status is None:
+        return "plan from a CSV file (it records no planner, status or gap)"
+    gap = "n/a" if header.gap is None else f"{100 * header.gap:.2f}%"
+    peak = ", ".join(f"{m} {human_bytes(v)}" for m, v in (header.peak or {}).items())
+    return f"{header.planner}: {header.status}, peak {peak}, gap to bound {gap}"
+
+
+def _hover(problem: Problem, placements: dict[str, Placement], memory: str) -> tuple[list, list, list]:
+    """Rectangles (a buffer with gaps gives several), their buffer sizes, and hover texts."""
+    polys, sizes, tips = [], [], []
+    for b in problem.buffers:
+        p = placements.get(b.id)
+        if p is None or p.memory != memory or b.size == 0:
+            continue
+        size = f"{b.size:,} B" + (f" ({human_bytes(b.size)})" if b.size >= 1024 else "")
+        tip = f"{b.id}: {size}, steps [{b.start}, {b.end}), offset {p.offset:,}"
+        for t0, t1, y0, y1 in b.footprint():
+            polys.append([(t0, p.offset + y0), (t1, p.offset + y0), (t1, p.offset + y1), (t0, p.offset + y1)])
+            sizes.append(b.size)
+            tips.append(tip)
+    return polys, sizes, tips
+
+
+class _UnitLocator:
+    """Ticks at round numbers of the axis' unit (0.25 GiB, not 0.2684 GiB)."""
+
+    def __new__(cls, scale: int) -> Any:
+        from matplotlib.ticker import MaxNLocator
+
+        class Located(MaxNLocator):
+            def tick_values(self, vmin: float, vmax: float) -> Any:
+                return np.asarray(super().tick_values(vmin / scale, vmax / scale)) * scale
+
+        return Located(nbins=8, steps=[1, 2, 2.5, 5, 10])
+
+
+def _panel(ax: Any, problem: Problem, placements: dict[str, Placement], memory: str, header: PlanHeader,
+           plt: Any) -> list[str]:
+    from matplotlib.collections import PolyCollection
+    from matplotlib.colors import LogNorm, Normalize
+    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator
+
+    polys, sizes, tips = _hover(problem, placements, memory)
+    mem = problem.memory(memory)
+    curve = usage_curve(problem, placements, memory)
+    peak = (header.peak or {}).get(memory, int(curve.top.max()) if len(curve.top) else 0)
+    bound = (header.lower_bound or {}).get(memory)
+    if polys:
+        lo, hi = max(min(sizes), 1), max(sizes)
+        norm = LogNorm(lo, hi) if hi > 4 * lo else Normalize(lo - 1, hi + 1)  # log only where sizes spread
+        col = PolyCollection(polys, array=sizes, cmap="viridis", norm=norm,
+                             edgecolors="black" if len(polys) <= EDGE_LIMIT else "none", linewidths=0.3)
+        col.set_gid(f"buffers-{memory}")
+        ax.add_collection(col)
+        bar = plt.colorbar(col, ax=ax, pad=0.01, label="buffer size")
+        if isinstance(norm, LogNorm):
+            bar.ax.yaxis.set_major_locator(LogLocator(base=4, numticks=12))  # 1 KiB, 4 KiB, 16 KiB, ...
+        else:
+            bar.set_ticks(sorted(set(sizes))[:6])
+        bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: human_bytes(v, 0)))
+        bar.ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+    if len(curve.times):
+        ax.step(curve.times, curve.live, where="post", color="black", linewidth=1, label="live bytes")
+        step = curve.peak_step
+        if step is not None:
+            ax.axvline(step, color="red", linestyle=":", linewidth=0.8)
+            ax.plot([step], [peak], marker="v", color="red", markersize=7, label=f"peak at step {step}")
+    ax.axhline(peak, color="red", linestyle="--", linewidth=1, label=f"peak {human_bytes(peak)}")
+    if bound is not None:
+        ax.axhline(bound, color="tab:green", linestyle="-.", linewidth=1, label=f"lower bound {human_bytes(bound)}")
+    if mem.capacity is not None:
+        ax.axhline(mem.capacity, color="gray", linewidth=1.2, label=f"capacity {human_bytes(mem.capacity)}")
+    top = max(peak, bound or 0, mem.capacity or 0, 1)
+    unit, scale = unit_for(top)
+    ax.yaxis.set_major_locator(_UnitLocator(scale))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y / scale:g}"))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    lo, hi = problem.time_span
+    ax.set_xlim(lo, max(hi, lo + 1))
+    ax.set_ylim(0, top * 1.06)
+    ax.set_xlabel("step")
+    ax.set_ylabel(f"{memory} address ({unit})")
+    ax.set_title(f"{memory}: {len({t for t in tips}):,} buffers", fontsize=9, loc="left")
+    ax.legend(loc="upper right", fontsize=7, framealpha=0.85)
+    return tips
+
+
+def draw_layout(problem: Problem, placements: dict[str, Placement], header: PlanHeader, path: str | Path,
+                width: int = 1600, dpi: int = 100) -> None:
+    """Write the picture; the format follows the extension (.png, .svg, .pdf, .html)."""
+    path = Path(path)
+    check_output(path, "picture")
+    if width < 200 or dpi < 20:
+        raise OptplanError(f"--width must be >= 200 pixels and --dpi >= 20, got {width} and {dpi}")
+    plt = pyplot()
+    used = [m for m in problem.memory_names if any(p.memory == m for p in placements.values())] or list(problem.memory_names)
+    fig, axes = plt.subplots(len(used), 1, figsize=(width / dpi, 0.45 * width / dpi * len(used)), squeeze=False)
+    tips = {m: _panel(ax, problem, placements, m, header, plt) for ax, m in zip(axes[:, 0], used)}
+    fig.suptitle(_title(header))
     fig.tight_layout()
     try:
-        with atomic_output(path) as name:  # savefig cannot guess the format from this name
-            fig.savefig(name, format=Path(path).suffix.lower().lstrip(".") or None)
-    except ValueError as e:
-        raise OptplanError(f"{path}: cannot write picture: {e}") from None
+        if path.suffix.lower() in (".svg", ".html"):
+            _write_svg(fig, path, tips, dpi)
+        else:
+            save_figure(fig, path, dpi)
     finally:
         plt.close(fig)
+
+
+def save_figure(fig: Any, path: Path, dpi: int) -> None:
+    """Write atomically (a failure leaves no partial picture); SVG and PDF without a date, so that
+    the same picture gives the same file."""
+    fmt = path.suffix.lower().lstrip(".")
+    try:
+        with atomic_output(path) as name:  # savefig cannot guess the format from this name
+            fig.savefig(name, format=fmt, dpi=dpi, metadata={"Date": None} if fmt in ("svg", "pdf") else None)
+    except ValueError as e:
+        raise OptplanError(f"{path}: cannot write picture: {e}") from None
+
+
+def _with_titles(svg: str, tips: dict[str, list[str]]) -> str:
+    """Give each rectangle of each memory's collection its hover title, in drawing order."""
+    for memory, texts in tips.items():
+        start = svg.find(f'<g id="buffers-{html.escape(memory, quote=True)}">')
+        if start < 0 or not texts:
+            continue
+        end = svg.index("</g>", start)
+        it = iter(texts)
+        body = re.sub(r"/>", lambda _: f"><title>{html.escape(next(it, ''))}</title></path>", svg[start:end])
+        svg = svg[:start] + body + svg[end:]
+    return svg
+
+
+def _write_svg(fig: Any, path: Path, tips: dict[str, list[str]], dpi: int) -> None:
+    import io
+
+    from optplan.formats import write_text
+
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", dpi=dpi, metadata={"Date": None})
+    svg = _with_titles(buf.getvalue(), tips)
+    if path.suffix.lower() == ".html":
+        body = svg[svg.index("<svg"):]
+        svg = ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>optplan layout</title></head>\n"
+               f"<body style=\"margin:0\">\n{body}</body></html>\n")
+    write_text(path, svg)

@@ -350,7 +350,7 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: Objective
     def report() -> None:
         if progress is not None:
             peak = None if best is None else best_top * g
-            progress({"best_peak": peak, "bound": lb * g, "gap": None if peak is None or lb == 0 else peak / (lb * g) - 1,
+            progress({"best": peak, "bound": lb * g, "gap": None if peak is None or lb == 0 else peak / (lb * g) - 1,
                       "elapsed": time.perf_counter() - t_start})
 
     def answer(timed_out: bool, infeasible: bool = False) -> Answer:

@@ -1,0 +1,56 @@
+"""One run of a study: a planner on an instance, in whatever process an executor chose."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass
+
+from optplan.plan import Plan
+from optplan.problem import Problem
+
+
+@dataclass(frozen=True)
+class Task:
+    instance: str  # the instance's label
+    planner: str
+    time_limit: float | None
+    workers: int = 1  # solver threads of one run (exact planners); runs in parallel share the cores
+    seed: int = 0
+
+
+def base_row(problem: Problem, task: Task) -> dict[str, object]:
+    lo, hi = problem.time_span
+    return {"instance": task.instance, "buffers": len(problem.buffers), "steps": hi - lo, "planner": task.planner,
+            "time_limit": "" if task.time_limit is None else task.time_limit}
+
+
+def plan_row(problem: Problem, task: Task, plan: Plan) -> dict[str, object]:
+    """A run's own measurements. ``peak`` and ``lower_bound`` are the objective and its proven bound:
+    the peak and the peak's bound for one memory; ``peaks`` has each memory's peak."""
+    found = plan.found
+    return {**base_row(problem, task), "status": plan.status.value,
+            "peak": plan.objective_value if found else "",
+            "peaks": " ".join(f"{m}:{v}" for m, v in plan.peak.items()) if found else "",
+            "lower_bound": plan.objective_bound if plan.objective_bound is not None else "",
+            "gap_to_bound": "" if plan.gap is None else round(plan.gap, 6),
+            "seconds": round(plan.seconds, 3), "message": plan.message.replace("\n", " ")}
+
+
+def solve_task(problem: Problem, task: Task) -> Plan:
+    from optplan import planners
+
+    return planners.solve(problem, task.planner, time_limit=task.time_limit, workers=task.workers, seed=task.seed)
+
+
+def run_task(problem: Problem, task: Task) -> dict[str, object]:
+    """The CSV fields of one run (the comparisons with the instance's other runs are derived later).
+    A planner that raises is an ERROR row, not a lost study."""
+    t0 = time.perf_counter()
+    try:
+        plan = solve_task(problem, task)
+    except Exception as e:  # noqa: BLE001 - recorded in the row, the study goes on
+        last = traceback.extract_tb(e.__traceback__)[-1]
+        msg = f"{type(e).__name__}: {e} ({last.filename.rsplit('/', 1)[-1]}:{last.lineno})"
+        return {**base_row(problem, task), "status": "ERROR", "seconds": round(time.perf_counter() - t0, 3), "message": msg}
+    return plan_row(problem, task, plan)
