@@ -78,7 +78,25 @@ class _Bank:
 @planner("banked-greedy")
 def banked_greedy(problem: Problem) -> Result:
     """Decreasing size; each unit reuses an object of the fastest bank that holds it for free,
-    else opens a new object in the fastest bank with room; stats: objects per memory."""
+    else opens a new object in the fastest bank with room; stats: objects per memory.
+
+    Runs compiled (``compiled.banked``, same plans) unless some unit is pinned to a fixed offset:
+    those problems take the pure-Python reference below."""
+    if all(u.fixed_offset is None for u in problem.units):
+        from optplan.heuristics import compiled
+
+        off, where, failed, nobj = compiled.banked(problem)
+        if failed is not None:
+            why = ("no memory has room for its extent" if not failed.pieces else
+                   "no bank holds it in an existing object or has room for a new one")
+            return Result(None, message=f"could not place buffer {failed.root!r}: {why}")
+        return Result(compiled.placements(problem, off, where),
+                      stats={"objects": {m: int(c) for m, c in zip(problem.memory_names, nobj)}})
+    return banked_greedy_reference(problem)
+
+
+def banked_greedy_reference(problem: Problem) -> Result:
+    """``banked_greedy`` in pure Python with pinned units: the readable reference."""
     packer = Packer(problem)
     pinned = Pinned(problem, packer)
     if pinned.failed:

@@ -304,7 +304,19 @@ def fixed_first(units: Iterable[Unit]) -> list[Unit]:
 
 
 def greedy(problem: Problem, order: Sequence[Unit], policy: Policy = "first") -> Result:
-    """Place units in ``order`` (fixed ones first), each in the fastest memory where it fits."""
+    """Place units in ``order`` (fixed ones first), each in the fastest memory where it fits.
+
+    Runs the compiled packer (``compiled.py``), which places exactly as ``greedy_reference``."""
+    from optplan.heuristics import compiled  # numba: imported on first use
+
+    off, where, failed = compiled.pack(problem, fixed_first(order), policy)
+    if failed is not None:
+        return Result(None, message=f"could not place buffer {failed.root!r} in any memory it may use")
+    return Result(compiled.placements(problem, off, where))
+
+
+def greedy_reference(problem: Problem, order: Sequence[Unit], policy: Policy = "first") -> Result:
+    """``greedy`` with the pure-Python ``Packer``: the readable reference the compiled one is tested against."""
     packer = Packer(problem)
     for unit in fixed_first(order):
         if not packer.place_first_memory(unit, policy):

@@ -1,0 +1,99 @@
+"""The compiled heuristics place exactly as the pure-Python references, plan for plan."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from optplan.errors import ProblemError
+from optplan.heuristics import orders
+from optplan.heuristics.banked_greedy import banked_greedy, banked_greedy_reference
+from optplan.heuristics.packer import greedy, greedy_reference
+from optplan.problem import Buffer, Gap, Memory, Problem, RelativePlacement
+
+ORDERS = [orders.by_size, orders.by_size_stable, orders.by_start, orders.by_conflicts, orders.by_breadth,
+          orders.by_area, orders.by_length]
+
+
+@st.composite
+def problems(draw, max_buffers: int = 24) -> Problem:
+    """Random problems over the whole model: one or two memories (capacities, alignment),
+    allowed/blocked/fixed memories, fixed offsets, buffer alignment, gaps with and without
+    windows, relative placements and zero-size buffers."""
+    names = ["fast", "slow"][:draw(st.integers(1, 2))]
+    memories = tuple(Memory(n, capacity=draw(st.one_of(st.none(), st.integers(8, 60))),
+                            alignment=draw(st.sampled_from([1, 1, 2]))) for n in names)
+    buffers = []
+    for i in range(draw(st.integers(1, max_buffers))):
+        start = draw(st.integers(0, 12))
+        end = start + draw(st.integers(1, 8))
+        size = draw(st.integers(0, 12))
+        kw: dict = {}
+        kind = draw(st.sampled_from(["plain", "plain", "plain", "align", "allowed", "blocked", "fixed", "gaps"]))
+        if kind == "align":
+            kw["alignment"] = draw(st.sampled_from([2, 3, 4]))
+        elif kind == "allowed":
+            kw["allowed"] = (draw(st.sampled_from(names)),)
+        elif kind == "blocked" and len(names) > 1:
+            kw["blocked"] = (draw(st.sampled_from(names)),)
+        elif kind == "fixed":
+            kw["fixed_memory"] = draw(st.sampled_from(names))
+            kw["fixed_offset"] = draw(st.integers(0, 20)) * 2
+        elif kind == "gaps" and end - start >= 3 and size >= 2:
+            g0 = draw(st.integers(start + 1, end - 2))
+            window = draw(st.one_of(st.none(), st.just((0, size // 2)), st.just((1, size))))
+            kw["gaps"] = (Gap(g0, draw(st.integers(g0 + 1, end - 1)), window),)
+        buffers.append(Buffer(f"b{i}", size, start, end, **kw))
+    relative = []
+    for _ in range(draw(st.integers(0, 2)) if len(buffers) >= 3 else 0):
+        i, j = draw(st.permutations(range(len(buffers))))[:2]
+        if all(r.buffer != f"b{i}" for r in relative):
+            relative.append(RelativePlacement(f"b{i}", f"b{j}", draw(st.integers(-3, 6))))
+    try:
+        return Problem(tuple(buffers), memories, tuple(relative))
+    except ProblemError:
+        assume(False)
+        raise
+
+
+def same(problem: Problem, order, policy: str) -> None:
+    fast, ref = greedy(problem, order, policy), greedy_reference(problem, order, policy)
+    assert fast.placements == ref.placements, (policy, fast.message, ref.message)
+    assert fast.message == ref.message
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(problems(), st.sampled_from(ORDERS), st.sampled_from(["first", "best", "heap"]))
+def test_compiled_greedy_places_as_the_reference(problem: Problem, order, policy: str) -> None:
+    same(problem, order(problem), policy)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(problems())
+def test_compiled_banked_greedy_places_as_the_reference(problem: Problem) -> None:
+    fast, ref = banked_greedy.__wrapped__(problem), banked_greedy_reference(problem)  # type: ignore[attr-defined]
+    assert fast.placements == ref.placements
+    assert fast.stats == ref.stats and fast.message == ref.message
+
+
+def _training_like(n: int, seed: int) -> Problem:
+    """Hundreds of buffers alive at once and long-lived ones, so that the tree's node lists
+    grow and move in the arena (hypothesis' problems stay small)."""
+    rng = np.random.default_rng(seed)
+    start = rng.integers(0, n // 2, n)
+    length = np.where(rng.random(n) < 0.2, rng.integers(n // 8, n // 2, n), rng.integers(1, 6, n))
+    size = rng.integers(1, 64, n) * 16 + rng.integers(0, 2, n)
+    return Problem(tuple(Buffer(f"b{i}", int(size[i]), int(start[i]), int(start[i] + length[i]),
+                                alignment=int(rng.choice([1, 8]))) for i in range(n)),
+                   (Memory("mem", capacity=None if seed % 2 else int(size.sum())),))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_compiled_greedy_places_as_the_reference_at_scale(seed: int) -> None:
+    problem = _training_like(800, seed)
+    for order, policy in [(orders.by_size, "first"), (orders.by_start, "best"), (orders.by_breadth, "best"),
+                          (orders.by_size, "heap")]:
+        same(problem, order(problem), policy)
+    assert banked_greedy.__wrapped__(problem).placements == banked_greedy_reference(problem).placements  # type: ignore[attr-defined]
