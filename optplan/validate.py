@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from optplan.plan import Placement
 from optplan.problem import Buffer, Problem
@@ -92,6 +93,8 @@ def _overlaps(problem: Problem, placements: dict[str, Placement], mems: dict, li
         end = np.array([b.end for b in bufs], np.int64)
         lo = np.array([placements[b.id].offset for b in bufs], np.int64)
         hi = lo + np.array([b.size for b in bufs], np.int64)
+        if not _any_overlap(start, end, lo, hi):
+            continue  # no two share a step and a byte even ignoring gaps and relative groups
         stop = np.searchsorted(start, end, side="left")  # j < stop[i] <=> start[j] < end[i]
         for i in range(len(bufs)):
             j = np.arange(i + 1, stop[i])
@@ -110,6 +113,53 @@ def _overlaps(problem: Problem, placements: dict[str, Placement], mems: dict, li
                 if len(out) >= limit:
                     return out
     return out
+
+
+@njit(cache=True)
+def _any_overlap(start: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> bool:
+    """Whether two intervals share a time step and a byte, in O(n log n): a sweep over time
+    (sorted ``start``; ends first at equal times) keeps the live byte ranges, pairwise disjoint
+    while the answer is no, so a new range need only be compared with its neighbours in byte
+    order (found with a Fenwick tree over the ranks of ``lo``)."""
+    n = len(start)
+    by_lo = np.argsort(lo, kind="mergesort")
+    rank = np.empty(n, np.int64)
+    rank[by_lo] = np.arange(n)
+    tree = np.zeros(n + 1, np.int64)
+    ends = np.argsort(end, kind="mergesort")
+    top = 1
+    while top * 2 <= n:
+        top *= 2
+    j = 0
+    for i in range(n):
+        while end[ends[j]] <= start[i]:  # ranges that ended leave the sweep
+            k = rank[ends[j]] + 1
+            while k <= n:
+                tree[k] -= 1
+                k += k & -k
+            j += 1
+        k, below = rank[i] + 1, 0  # live ranges at or below rank[i]
+        while k > 0:
+            below += tree[k]
+            k -= k & -k
+        for c in (below, below + 1):  # the byte-order neighbours: the c-th live range
+            if c == 0:
+                continue
+            pos, rest, step = 0, c, top
+            while step:
+                if pos + step <= n and tree[pos + step] < rest:
+                    pos += step
+                    rest -= tree[pos]
+                step >>= 1
+            if pos < n:
+                other = by_lo[pos]
+                if lo[other] < hi[i] and lo[i] < hi[other]:
+                    return True
+        k = rank[i] + 1
+        while k <= n:
+            tree[k] += 1
+            k += k & -k
+    return False
 
 
 def _occupied(b: Buffer, offset: int) -> list[tuple[int, int, int, int]]:

@@ -379,35 +379,50 @@ def banked(problem: Problem) -> tuple[np.ndarray, np.ndarray, Unit | None, np.nd
 
 
 class Arrays:
-    """A problem's units as flat arrays for the kernel (built once per problem, kept weakly)."""
+    """A problem's units as flat arrays for the kernels and the orders (built once per problem,
+    kept weakly): pieces in unit order, slots of the time index, per-unit fields."""
 
     def __init__(self, problem: Problem) -> None:
         units = problem.units
+        n = len(units)
         self.index = {id(u): i for i, u in enumerate(units)}
         names = problem.memory_names
         mem_of = {m: i for i, m in enumerate(names)}
-        pieces = [p for u in units for p in u.pieces]
-        counts = np.array([len(u.pieces) for u in units], np.int64)
-        self.p_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        pa = np.array(pieces, np.int64).reshape(-1, 4)
-        times = np.unique(pa[:, :2])
+        counts = np.fromiter((len(u.pieces) for u in units), np.int64, n)
+        self.p_ptr = np.zeros(n + 1, np.int64)
+        np.cumsum(counts, out=self.p_ptr[1:])
+        pa = np.fromiter((x for u in units for p in u.pieces for x in p), np.int64, 4 * int(self.p_ptr[-1]))
+        pa = pa.reshape(-1, 4)
+        self.p_t0, self.p_t1 = pa[:, 0].copy(), pa[:, 1].copy()
+        times = np.unique(np.concatenate([self.p_t0, self.p_t1]))
         size = 1
         while size < max(len(times) - 1, 1):
             size *= 2
         self.size = size
-        self.p_l = np.searchsorted(times, pa[:, 0]).astype(np.int64)
-        self.p_r = np.searchsorted(times, pa[:, 1]).astype(np.int64)
+        self.p_l = np.searchsorted(times, self.p_t0).astype(np.int64)
+        self.p_r = np.searchsorted(times, self.p_t1).astype(np.int64)
         self.p_y0, self.p_y1 = pa[:, 2].copy(), pa[:, 3].copy()
-        self.low = np.array([u.low for u in units], np.int64)
-        self.high = np.array([u.high for u in units], np.int64)
-        self.top = np.array([u.top for u in units], np.int64)
-        self.fixed = np.array([_NONE if u.fixed_offset is None else u.fixed_offset for u in units], np.int64)
-        allowed = [(mem_of[m], *u.modulus[m]) for u in units for m in u.memories]
-        self.m_ptr = np.concatenate([[0], np.cumsum([len(u.memories) for u in units])]).astype(np.int64)
-        ma = np.array(allowed, np.int64).reshape(-1, 3)
+        self.low = np.fromiter((u.low for u in units), np.int64, n)
+        self.high = np.fromiter((u.high for u in units), np.int64, n)
+        self.top = np.fromiter((u.top for u in units), np.int64, n)
+        self.fixed = np.fromiter((_NONE if u.fixed_offset is None else u.fixed_offset for u in units), np.int64, n)
+        self.m_ptr = np.zeros(n + 1, np.int64)
+        np.cumsum(np.fromiter((len(u.memories) for u in units), np.int64, n), out=self.m_ptr[1:])
+        ma = np.fromiter((x for u in units for m in u.memories for x in (mem_of[m], *u.modulus[m])), np.int64,
+                         3 * int(self.m_ptr[-1])).reshape(-1, 3)
         self.m_mem, self.m_mod, self.m_res = ma[:, 0].copy(), ma[:, 1].copy(), ma[:, 2].copy()
         self.capacity = np.array([-1 if m.capacity is None else m.capacity for m in problem.memories], np.int64)
         self.names = names
+        # per unit, as the orders read them: lifetime span (0, 0 if it stores nothing) and area
+        sized = counts > 0
+        first = self.p_ptr[:-1][sized]
+        self.start = np.zeros(n, np.int64)
+        self.end = np.zeros(n, np.int64)
+        self.area = np.zeros(n, np.int64)
+        if len(first):
+            self.start[sized] = np.minimum.reduceat(self.p_t0, first)
+            self.end[sized] = np.maximum.reduceat(self.p_t1, first)
+            self.area[sized] = np.add.reduceat((self.p_t1 - self.p_t0) * (self.p_y1 - self.p_y0), first)
 
 
 _CACHE: weakref.WeakKeyDictionary[Problem, Arrays] = weakref.WeakKeyDictionary()

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from optplan.heuristics.compiled import arrays
 from optplan.problem import Problem, Unit
 
 
-def _arrays(units: list[Unit]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    height = np.array([u.height for u in units], np.int64)
-    start = np.array([u.start for u in units], np.int64)
-    end = np.array([u.end for u in units], np.int64)
-    area = np.array([sum((p[1] - p[0]) * (p[3] - p[2]) for p in u.pieces) for u in units], np.int64)
-    return height, start, end, area
+def _fields(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Height, start, end (0, 0 for a unit storing nothing) and time x bytes area of every unit,
+    from the problem's cached flat arrays (no Python pass over a million units per order)."""
+    a = arrays(problem)
+    return a.high - a.low, a.start, a.end, a.area
 
 
 def _sorted(units: list[Unit], *keys: np.ndarray) -> list[Unit]:
@@ -29,35 +29,35 @@ def _sorted(units: list[Unit], *keys: np.ndarray) -> list[Unit]:
 def by_size(problem: Problem) -> list[Unit]:
     """Decreasing height; ties: longer lifetime, then earlier start (XLA's spatial order too)."""
     units = list(problem.units)
-    h, s, e, _ = _arrays(units)
+    h, s, e, _ = _fields(problem)
     return _sorted(units, -h, -(e - s), s)
 
 
 def by_size_stable(problem: Problem) -> list[Unit]:
     """Decreasing height, ties in the problem's order (ExecuTorch sorts specs by size, stably)."""
     units = list(problem.units)
-    h, _, _, _ = _arrays(units)
+    h, _, _, _ = _fields(problem)
     return _sorted(units, -h)
 
 
 def by_area(problem: Problem) -> list[Unit]:
     """Decreasing time x bytes area; ties: larger first."""
     units = list(problem.units)
-    h, _, _, a = _arrays(units)
+    h, _, _, a = _fields(problem)
     return _sorted(units, -a, -h)
 
 
 def by_length(problem: Problem) -> list[Unit]:
     """Longest lifetime first; ties: larger first."""
     units = list(problem.units)
-    h, s, e, _ = _arrays(units)
+    h, s, e, _ = _fields(problem)
     return _sorted(units, -(e - s), -h)
 
 
 def by_start(problem: Problem) -> list[Unit]:
     """Execution order: earliest start first; ties: longer lifetime, then larger first."""
     units = list(problem.units)
-    h, s, e, _ = _arrays(units)
+    h, s, e, _ = _fields(problem)
     return _sorted(units, s, -(e - s), -h)
 
 
@@ -68,7 +68,7 @@ def by_conflicts(problem: Problem) -> list[Unit]:
     ended by the time i starts (they also started before i ends): two sorted prefix sums.
     """
     units = list(problem.units)
-    h, s, e, _ = _arrays(units)
+    h, s, e, _ = _fields(problem)
     if not units:
         return []
     s_order, e_order = np.argsort(s, kind="stable"), np.argsort(e, kind="stable")
@@ -91,12 +91,12 @@ def by_breadth(problem: Problem) -> list[Unit]:
     units = list(problem.units)
     if not units:
         return []
-    h, s, e, _ = _arrays(units)
-    pieces = [(p[0], p[1], p[3] - p[2]) for u in units for p in u.pieces]
-    times = np.unique(np.concatenate([s, e] + [np.array([p[0] for p in pieces] + [p[1] for p in pieces], np.int64)]))
+    h, s, e, _ = _fields(problem)
+    a = arrays(problem)
+    pt0, pt1, ph = a.p_t0, a.p_t1, a.p_y1 - a.p_y0
+    times = np.unique(np.concatenate([s, e, pt0, pt1]))
     live = np.zeros(len(times), np.int64)
-    if pieces:
-        pt0, pt1, ph = (np.array(c, np.int64) for c in zip(*pieces))
+    if len(pt0):
         np.add.at(live, np.searchsorted(times, pt0), ph)
         np.add.at(live, np.searchsorted(times, pt1), -ph)
     live = np.cumsum(live)[:-1]  # live bytes in slot [times[k], times[k+1])
@@ -108,7 +108,7 @@ def by_breadth(problem: Problem) -> list[Unit]:
         prev, half = table[-1], 2 ** (len(table) - 1)
         table.append(np.minimum(prev[:-half], prev[half:]))
     first = np.full(len(units), len(rank), np.int64)  # units that store nothing: last
-    sized = np.flatnonzero([bool(u.pieces) for u in units])
+    sized = np.flatnonzero(np.diff(a.p_ptr) > 0)
     lo = np.searchsorted(times, s[sized])
     hi = np.searchsorted(times, e[sized])  # slots [lo, hi), never empty for a unit with pieces
     k = np.floor(np.log2(hi - lo)).astype(np.int64)
