@@ -27,6 +27,7 @@ _PLANNER_MODULES = (
     "optplan.heuristics",
     "optplan.solvers",
     "optplan.search",
+    "optplan.portfolio",
 )
 
 

@@ -309,7 +309,7 @@ def test_exact_planners_reach_the_brute_force_optimum_with_gaps(name: str, examp
 
 def test_auto_hands_gapped_parts_to_search(monkeypatch: pytest.MonkeyPatch) -> None:
     """Plain gaps keep the search exact: ``auto`` proves the optimum through it."""
-    import optplan.solvers.portfolio as portfolio
+    import optplan.portfolio as portfolio
 
     calls = []
     real = portfolio.planners.solve

@@ -7,12 +7,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from test_cpsat import check_exact, problems
 
-from optplan import planners
+from optplan import planners, portfolio
 from optplan.formats import read_problem
+from optplan.heuristics import run as heuristics_run
 from optplan.plan import Placement, Status
 from optplan.planners import names, solve
 from optplan.problem import Buffer, Gap, Memory, Problem
-from optplan.solvers import portfolio
 from optplan.solvers.cpsat import Outcome
 
 
@@ -59,7 +59,7 @@ def test_heuristic_incumbent_comes_back_when_the_solver_finds_nothing_better(no_
 def test_registered_members_are_looked_up_by_name(monkeypatch) -> None:
     """Any registered planner named in SEARCH_MEMBERS is run on single-memory parts."""
     monkeypatch.setattr(portfolio, "SEARCH_MEMBERS", ("greedy-size", "no-such-planner"))
-    monkeypatch.setattr(portfolio, "heuristic_names", list)  # so the member has work to do
+    monkeypatch.setattr(heuristics_run, "heuristic_names", list)  # so the member has work to do
     p = Problem(tuple(Buffer(f"b{i}", 1 + i % 3, i % 5, i % 5 + 2) for i in range(12)))
     plan = solve(p, "auto", time_limit=5, workers=1)
     assert plan.found

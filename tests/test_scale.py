@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optplan.formats import minimalloc_csv
 from optplan import problem as model
+from optplan.formats import minimalloc_csv
 from optplan.problem import Buffer, Gap, Memory, Problem
 from optplan.validate import _any_overlap
 

@@ -55,12 +55,12 @@ import pulp
 from optplan.bounds import lower_bounds
 from optplan.errors import OptplanError
 from optplan.heuristics.packer import Packer
+from optplan.heuristics.run import run_heuristics
+from optplan.objective import Objective
 from optplan.plan import Placement
 from optplan.planners import Result, planner
-from optplan.objective import Objective
 from optplan.problem import Problem
 from optplan.solvers.cpsat import Settings, part_peaks, solve_parts
-from optplan.solvers.portfolio import run_heuristics
 from optplan.solvers.reduce import (
     Choice,
     Part,

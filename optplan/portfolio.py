@@ -19,9 +19,10 @@ from dataclasses import replace
 import numpy as np
 
 from optplan import planners
-from optplan.plan import Plan, Status, peaks
-from optplan.planners import Result, heuristic_names, planner
+from optplan.heuristics.run import run_heuristics
 from optplan.objective import Goal, Objective
+from optplan.plan import Plan, Status, peaks
+from optplan.planners import Result, planner
 from optplan.problem import Problem, objective_weights
 from optplan.solvers.cpsat import (
     FULL_MODEL_MAX_UNITS,
@@ -36,7 +37,6 @@ from optplan.solvers.cpsat import (
 from optplan.solvers.reduce import Choice, Part, Reduction, merge, reduce, settle
 
 HEURISTIC_SHARE = 0.25  # of the time limit, for all heuristics together
-PREFERRED = ("linear-scan", "greedy-size")  # run first: cheap, and the best ones on large instances
 # of a single-memory part's time, for the exact search engine when it is registered (CP-SAT and LNS
 # get the rest): on minimalloc/D in 20 s, 0.8 gave 1.0498 x the bound and 0.4 gave 1.0644; equal in 60 s
 SEARCH_SHARE = 0.8
@@ -46,39 +46,6 @@ SEARCH_MEMBERS = ("search",)  # exact engines for single-memory parts, used if r
 # 28,526 buffers: about 0.25 ms per unit for the search's dives)
 SEARCH_MAX_UNITS = 5000
 SEARCH_SECONDS_PER_UNIT = 1e-3
-DETERMINISTIC_STEPS = 20_000  # hill-climb steps x units in deterministic mode (about 1 s on A-E)
-
-
-def run_heuristics(problem: Problem, seconds: float | None, seed: int,
-                   deterministic: bool = False) -> tuple[list[Plan], dict[str, str]]:
-    """Heuristics in preference order (each limited to an equal share of ``seconds`` if it
-    takes a limit), until ``seconds`` are spent; the first always runs.
-
-    Most heuristics take no time limit and some are slow on tens of thousands of buffers, so
-    the next one only starts while the slowest so far would still fit in the budget. A heuristic
-    that raises is reported in the second value instead of sinking the portfolio.
-    ``deterministic``: all run (skipping by elapsed time would make the result depend on load).
-    """
-    names = sorted(heuristic_names(), key=lambda n: PREFERRED.index(n) if n in PREFERRED else len(PREFERRED))
-    out, errors = [], {}
-    t0 = time.perf_counter()
-    slowest = 0.0
-    for k, name in enumerate(names):
-        spent = time.perf_counter() - t0
-        if seconds is not None and not deterministic and k > 0 and spent + slowest > seconds:
-            errors[name] = "skipped: heuristics time budget spent"
-            continue
-        left = None if seconds is None else max(seconds - spent, 0.05)
-        share = None if left is None else left / (len(names) - k)
-        t1 = time.perf_counter()
-        # deterministic: searching heuristics get a step budget instead of seconds
-        budget = {"iterations": max(5, DETERMINISTIC_STEPS // max(len(problem.units), 1))} if deterministic else {"time_limit": share}
-        try:
-            out.append(planners.solve(problem, name, seed=seed, **budget))
-        except Exception as e:  # noqa: BLE001 - reported in the plan's stats
-            errors[name] = f"{type(e).__name__}: {e}"
-        slowest = max(slowest, time.perf_counter() - t1)
-    return out, errors
 
 
 def _value(plan: Plan) -> tuple[int, float]:
