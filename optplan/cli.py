@@ -10,7 +10,6 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from rich import box
 from rich.console import Console
