@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,6 +38,7 @@ class Study:
     skipped: list[Path] = field(default_factory=list)
     command: str = ""  # how the study was started, for summary.md
     load: list[float] = field(default_factory=list)  # 1-minute load average when runs started and ended
+    seconds: float = 0.0  # wall time of the runs
 
 
 def planner_names(names: list[str] | None) -> list[str]:
@@ -111,9 +113,10 @@ def run(study: Study, progress: MakeProgress | None = None) -> tuple[list[Row], 
         return rows, 0
     jobs = _jobs(todo, study)
     if jobs:
-        study.load = [os.getloadavg()[0]]
+        study.load, t0 = [os.getloadavg()[0]], time.perf_counter()
         _execute(jobs, rows, csv_path, study, progress)
         study.load.append(os.getloadavg()[0])
+        study.seconds = time.perf_counter() - t0
     _report(rows, study)
     return rows, len(jobs)
 
@@ -160,6 +163,24 @@ def _execute(jobs: list[tuple[Problem, Task]], rows: list[Row], csv_path: Path, 
             tracker.stop()
 
 
+def _provenance(study: Study) -> list[str]:
+    """Command and machine of the last call that ran anything, kept in DIR/study.json so that a
+    summary drawn again later still names them."""
+    import json
+
+    meta = study.out_dir / "study.json"
+    if study.load and study.command:
+        from optplan.formats import write_text
+
+        doc = {"command": study.command, "machine": machine(study), "runs_seconds": round(study.seconds, 1)}
+        write_text(meta, json.dumps(doc, indent=1) + "\n")
+    elif meta.exists():
+        doc = json.loads(meta.read_text())
+    else:
+        return []
+    return [f"Command: `{doc['command']}`", "", f"Machine: {doc['machine']}; the runs took {doc['runs_seconds']} s.", ""]
+
+
 def _report(rows: list[Row], study: Study) -> None:
     from optplan.study.plots import draw_study
     from optplan.study.summary import summary_markdown
@@ -167,6 +188,6 @@ def _report(rows: list[Row], study: Study) -> None:
     write_rows(study.out_dir / "runs.csv", rows)  # derived columns final (also after a run-free resume)
     from optplan.formats import write_text
 
-    head = [f"Command: `{study.command}`", "", f"Machine: {machine(study)}.", ""] if study.command else []
+    head = _provenance(study)
     write_text(study.out_dir / "summary.md", summary_markdown(rows, head))
     draw_study(rows, study.out_dir)

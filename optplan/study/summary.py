@@ -35,7 +35,11 @@ def planner_table(rows: list[Row]) -> list[str]:
             best_heur[r["instance"]] = min(best_heur.get(r["instance"], 1 << 62), int(str(r["peak"])))
     out = ["| planner | runs | plans | mean gap | median gap | max gap | at reference | wins among heuristics "
            "| mean s | max s |", "| --- |" + " ---: |" * 9]
-    order = sorted(by_planner, key=lambda n: (n not in heur, n))
+    def mean_gap(n: str) -> float:
+        gaps = [g for r in by_planner[n] if (g := _f(r["gap_to_best"])) is not None]
+        return statistics.fmean(gaps) if gaps else float("inf")
+
+    order = sorted(by_planner, key=lambda n: (n not in heur, mean_gap(n), n))  # heuristics best first
     for name in order:
         runs = by_planner[name]
         gaps = [g for r in runs if (g := _f(r["gap_to_best"])) is not None]
@@ -55,17 +59,19 @@ def instance_table(rows: list[Row]) -> list[str]:
     for r in rows:
         by_instance[r["instance"]].append(r)
     exact = sorted({str(r["planner"]) for r in rows} - heur)
-    out = ["| instance | buffers | lower bound | best known | proven optimal | best heuristic | worst heuristic | "
-           + " | ".join(exact) + " |", "| --- |" + " ---: |" * (6 + len(exact))]
+    out = ["| instance | buffers | lower bound | best known | best / bound | proven optimal | best heuristic | worst heuristic | "
+           + " | ".join(exact) + " |", "| --- |" + " ---: |" * (7 + len(exact))]
     for inst, runs in by_instance.items():
         h = sorted(((g, str(r["planner"])) for r in runs if r["planner"] in heur and (g := _f(r["gap_to_best"])) is not None))
+        tied = sum(g == h[0][0] for g, _ in h) if h else 0
         bound = max((int(str(r["lower_bound"])) for r in runs if r["lower_bound"] not in ("", None)), default=None)
         first = runs[0]
         cells = [str(inst), f"{int(str(first['buffers'])):,}" if first.get("buffers") not in ("", None) else "-",
                  "-" if bound is None else f"{bound:,}",
                  f"{int(str(first['best_known'])):,}" if first["best_known"] not in ("", None) else "-",
+                 f"{int(str(first['best_known'])) / bound:.4f}" if bound and first["best_known"] not in ("", None) else "-",
                  "yes" if first["optimum"] not in ("", None) else "no",
-                 f"{h[0][1]} {_pct(h[0][0])}" if h else "-", f"{h[-1][1]} {_pct(h[-1][0])}" if h else "-"]
+                 f"{h[0][1]}{f' (+{tied - 1} tied)' if tied > 1 else ''} {_pct(h[0][0])}" if h else "-", f"{h[-1][1]} {_pct(h[-1][0])}" if h else "-"]
         for name in exact:
             mine = [r for r in runs if r["planner"] == name]
             cells.append(f"{mine[0]['status']} {_pct(_f(mine[0]['gap_to_best']))} in {_f(mine[0]['seconds']) or 0:.1f} s"
