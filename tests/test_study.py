@@ -176,3 +176,21 @@ def test_plot_a_30k_buffer_plan(tmp_path: Path) -> None:
         draw_layout(problem, plan.placements, PlanHeader.of(plan), tmp_path / f"l.{ext}", 1000, 80)
     assert (tmp_path / "l.png").stat().st_size > 30_000
     _svg_checks((tmp_path / "l.svg").read_text(), plan, 30_000)
+
+
+def test_a_lost_dask_worker_task_is_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("distributed", reason="the dask extra")
+    import sys
+
+    import cloudpickle
+
+    from optplan.study.executors import run_dask
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this test module
+    monkeypatch.setenv("OPTPLAN_TEST_CRASH_MARK", str(tmp_path / "crashed"))
+    p = Problem((Buffer("a", 4, 0, 2), Buffer("b", 4, 2, 4)))
+    got: list[dict] = []
+    run_dask([(p, Task("p", "naive", None)), (p, Task("p", "greedy-size", None))], lambda t, r: got.append(r),
+             processes=1, fn=_crash_once)
+    assert (tmp_path / "crashed").exists() and sorted((r["planner"], r["status"]) for r in got) == [
+        ("greedy-size", "OPTIMAL"), ("naive", "FEASIBLE")]

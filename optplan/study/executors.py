@@ -71,12 +71,9 @@ def run_dask(jobs: Sequence[Job], done: Done, scheduler: str | None = None, proc
                                    processes=True, dashboard_address=None)
         try:
             with Client(cluster if cluster is not None else scheduler) as client:
-                problems: dict[int, object] = {}
                 futures = {}
-                for problem, task in jobs:
-                    if id(problem) not in problems:  # each problem travels to the cluster once
-                        problems[id(problem)] = client.scatter(problem)
-                    fut = client.submit(fn, problems[id(problem)], task, pure=False,
+                for problem, task in jobs:  # each task carries its problem: data scattered to a worker dies with it
+                    fut = client.submit(fn, problem, task, pure=False,
                                         key=f"optplan-run-{task.instance}-{task.planner}-{os.urandom(4).hex()}")
                     futures[fut] = task
                 for fut in as_completed(futures):
