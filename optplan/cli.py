@@ -184,17 +184,43 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
-    from optplan.frontends.torch_export import extract
+    source = str(args.program)
+    if source.endswith(".onnx"):
+        problem = _extract_onnx(args)
+    else:
+        if args.dim or args.include_weights or not args.views_alias:
+            raise OptplanError("--dim, --include-weights and --view-copies apply to .onnx models only")
+        problem = _extract_torch(args)
+    write_problem(problem, args.output)
+    out.print(f"{len(problem.buffers)} buffers over {problem.metadata['steps']} steps written to {args.output}", markup=False)
+    return EXIT_OK
 
+
+def _extract_torch(args: argparse.Namespace) -> Problem:
     try:
         import torch  # noqa: F401 - an optional extra
     except ImportError as e:
         raise OptplanError(f"extract needs torch: pip install 'optplan[torch]' ({e})") from None
-    problem = extract(args.program, plan_inputs=args.plan_inputs, plan_outputs=args.plan_outputs,
-                      alignment=args.alignment)
-    write_problem(problem, args.output)
-    out.print(f"{len(problem.buffers)} buffers over {problem.metadata['steps']} steps written to {args.output}", markup=False)
-    return EXIT_OK
+    from optplan.frontends.torch_export import extract
+
+    return extract(args.program, plan_inputs=args.plan_inputs, plan_outputs=args.plan_outputs, alignment=args.alignment)
+
+
+def _extract_onnx(args: argparse.Namespace) -> Problem:
+    try:
+        import onnx  # noqa: F401 - an optional extra
+    except ImportError as e:
+        raise OptplanError(f"extracting an ONNX model needs onnx: pip install 'optplan[onnx]' ({e})") from None
+    from optplan.frontends.onnx_model import extract_onnx
+
+    dims: dict[str, int] = {}
+    for item in args.dim:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value.strip().isdigit():
+            raise OptplanError(f"--dim {item}: expected name=value with a non-negative integer value")
+        dims[key] = int(value)
+    return extract_onnx(args.program, dims=dims, include_weights=args.include_weights, views_alias=args.views_alias,
+                        plan_inputs=args.plan_inputs, plan_outputs=args.plan_outputs, alignment=args.alignment)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -289,14 +315,19 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("output")
     s.set_defaults(run=cmd_convert, output_kind="problem")
 
-    s = sub.add_parser("extract", help="buffers and lifetimes of a torch.export program (.pt2) as a problem")
-    s.add_argument("program", help="a saved ExportedProgram (.pt2, torch.export.save)")
+    s = sub.add_parser("extract", help="buffers and lifetimes of a torch.export program (.pt2) or an ONNX model (.onnx)")
+    s.add_argument("program", help="a saved ExportedProgram (.pt2, torch.export.save) or an ONNX model (.onnx)")
     s.add_argument("-o", "--output", required=True, help="problem file: .json or .csv")
     s.add_argument("--plan-inputs", action=argparse.BooleanOptionalAction, default=True,
                    help="plan user inputs (default: yes, as ExecuTorch)")
     s.add_argument("--plan-outputs", action=argparse.BooleanOptionalAction, default=True,
                    help="plan user outputs (default: yes, as ExecuTorch)")
     s.add_argument("--alignment", type=int, default=16, help="offset alignment in bytes (default 16, ExecuTorch's)")
+    s.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
+                   help="ONNX: the value of a dynamic input dimension (repeatable); every one must be given")
+    s.add_argument("--include-weights", action="store_true", help="ONNX: plan initializers and constants (default: not planned)")
+    s.add_argument("--view-copies", dest="views_alias", action="store_false",
+                   help="ONNX: Reshape, Flatten, Squeeze, Unsqueeze and Identity copy (default: they alias their input)")
     s.set_defaults(run=cmd_extract, output_kind="problem")
 
     s = sub.add_parser("compare", help="run every heuristic on problems and rank them by peak")
