@@ -187,9 +187,13 @@ def cmd_extract(args: argparse.Namespace) -> int:
     source = str(args.program)
     if source.endswith(".onnx"):
         problem = _extract_onnx(args)
+    elif args.dim or args.include_weights or not args.views_alias:
+        raise OptplanError("--dim, --include-weights and --view-copies apply to .onnx models only")
+    elif ".py:" in source:
+        problem = _extract_module(args)
+    elif args.training:
+        raise OptplanError("--training needs a module given as path.py:factory")
     else:
-        if args.dim or args.include_weights or not args.views_alias:
-            raise OptplanError("--dim, --include-weights and --view-copies apply to .onnx models only")
         problem = _extract_torch(args)
     write_problem(problem, args.output)
     out.print(f"{len(problem.buffers)} buffers over {problem.metadata['steps']} steps written to {args.output}", markup=False)
@@ -197,13 +201,37 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 
 def _extract_torch(args: argparse.Namespace) -> Problem:
+    _extract_torch_available()
+    from optplan.frontends.torch_export import extract
+
+    return extract(args.program, plan_inputs=args.plan_inputs, plan_outputs=args.plan_outputs, alignment=args.alignment)
+
+
+def _extract_module(args: argparse.Namespace) -> Problem:
+    """``path.py:factory`` returning (model, example_inputs[, loss]): one training step with
+    ``--training``, else the inference program through torch.export."""
+    _extract_torch_available()
+    import torch
+
+    from optplan.frontends.torch_export import problem_from_program
+    from optplan.frontends.training import extract_training, load_factory
+
+    model, inputs, *loss = load_factory(args.program)
+    name = Path(args.program.rpartition(":")[0]).stem
+    if args.training:
+        return extract_training(model, tuple(inputs), loss[0] if loss else None, plan_inputs=args.plan_inputs,
+                                alignment=args.alignment, name=name)
+    with torch.no_grad():
+        ep = torch.export.export(model.eval(), tuple(inputs))
+    return problem_from_program(ep, plan_inputs=args.plan_inputs, plan_outputs=args.plan_outputs,
+                                alignment=args.alignment, name=name)
+
+
+def _extract_torch_available() -> None:
     try:
         import torch  # noqa: F401 - an optional extra
     except ImportError as e:
         raise OptplanError(f"extract needs torch: pip install 'optplan[torch]' ({e})") from None
-    from optplan.frontends.torch_export import extract
-
-    return extract(args.program, plan_inputs=args.plan_inputs, plan_outputs=args.plan_outputs, alignment=args.alignment)
 
 
 def _extract_onnx(args: argparse.Namespace) -> Problem:
@@ -316,7 +344,8 @@ def _parser() -> argparse.ArgumentParser:
     s.set_defaults(run=cmd_convert, output_kind="problem")
 
     s = sub.add_parser("extract", help="buffers and lifetimes of a torch.export program (.pt2) or an ONNX model (.onnx)")
-    s.add_argument("program", help="a saved ExportedProgram (.pt2, torch.export.save) or an ONNX model (.onnx)")
+    s.add_argument("program", help="a saved ExportedProgram (.pt2, torch.export.save), an ONNX model (.onnx), or path.py:factory "
+                   "(a function returning (model, example_inputs[, loss]))")
     s.add_argument("-o", "--output", required=True, help="problem file: .json or .csv")
     s.add_argument("--plan-inputs", action=argparse.BooleanOptionalAction, default=True,
                    help="plan user inputs (default: yes, as ExecuTorch)")
@@ -326,6 +355,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
                    help="ONNX: the value of a dynamic input dimension (repeatable); every one must be given")
     s.add_argument("--include-weights", action="store_true", help="ONNX: plan initializers and constants (default: not planned)")
+    s.add_argument("--training", action="store_true",
+                   help="path.py:factory only: one training step (forward, backward, SGD step) instead of inference")
     s.add_argument("--view-copies", dest="views_alias", action="store_false",
                    help="ONNX: Reshape, Flatten, Squeeze, Unsqueeze and Identity copy (default: they alias their input)")
     s.set_defaults(run=cmd_extract, output_kind="problem")

@@ -115,47 +115,58 @@ def problem_from_program(ep: ExportedProgram, *, plan_inputs: bool = True, plan_
 # -- the walk ----------------------------------------------------------------------------------
 
 def _walk_program(ep: ExportedProgram, plan_inputs: bool, plan_outputs: bool) -> _Walk:
-    import torch
     from torch.export.graph_signature import InputKind, OutputKind
 
     sig = ep.graph_signature
-    gm = ep.graph_module
-    steps = _width(gm, top=True)
     input_kind = {s.arg.name: s for s in sig.input_specs if hasattr(s.arg, "name")}
     mutated_buffers = set(sig.buffers_to_mutate.values())
     mutated_inputs = set(sig.user_inputs_to_mutate.values())
     output_kind = {s.arg.name: s.kind for s in sig.output_specs if hasattr(s.arg, "name")}
-    walk = _Walk(ep.range_constraints)
+
+    def placeholder(walk: _Walk, node: torch.fx.Node, val: torch.Tensor, steps: int) -> _Storage | None:
+        spec = input_kind.get(node.name)
+        if spec is None:
+            return None
+        if spec.kind == InputKind.USER_INPUT:
+            s = walk.new(node.name, val, "input", plan_inputs, 0, 1)
+            if node.name in mutated_inputs:
+                s.end = steps  # written back at the end
+            return s
+        if spec.kind == InputKind.BUFFER and spec.target in mutated_buffers:
+            return walk.new(node.name, val, "mutable_buffer", True, 0, steps)
+        return walk.new(node.name, val, "constant", False, 0, 1)  # parameters, constants, read-only buffers
+
+    def user_output(name: str) -> bool:
+        kind = output_kind.get(name, OutputKind.USER_OUTPUT)
+        return kind not in (OutputKind.BUFFER_MUTATION, OutputKind.USER_INPUT_MUTATION, OutputKind.TOKEN)
+
+    return _walk_graph(ep.graph_module, ep.range_constraints, placeholder, user_output, plan_outputs)
+
+
+def _walk_graph(gm: torch.fx.GraphModule, ranges: dict, placeholder: Any, user_output: Any, plan_outputs: bool) -> _Walk:
+    """Walk a top-level graph in execution order. ``placeholder(walk, node, val, steps)`` makes
+    the storage of a tensor input (or None: not tracked); ``user_output(name)`` says whether an
+    output is the user's (planned by ``plan_outputs``) rather than state written back."""
+    import torch
+
+    steps = _width(gm, top=True)
+    walk = _Walk(ranges)
     of: dict[str, list[_Storage | None]] = {}  # node name -> storage per tensor element
     t = 0
-    for node in ep.graph.nodes:
-        val = node.meta.get("val")
+    for node in gm.graph.nodes:
         if node.op == "placeholder":
             t += 1
-            spec = input_kind.get(node.name)
-            if not isinstance(val, torch.Tensor) or spec is None:
-                of[node.name] = [None]
-                continue
-            if spec.kind == InputKind.USER_INPUT:
-                s = walk.new(node.name, val, "input", plan_inputs, 0, 1)
-                if node.name in mutated_inputs:
-                    s.end = steps  # written back at the end
-            elif spec.kind == InputKind.BUFFER and spec.target in mutated_buffers:
-                s = walk.new(node.name, val, "mutable_buffer", True, 0, steps)
-            else:  # parameters, constants, read-only buffers: not planned
-                s = walk.new(node.name, val, "constant", False, 0, 1)
-            of[node.name] = [s]
+            val = node.meta.get("val")
+            of[node.name] = [placeholder(walk, node, val, steps) if isinstance(val, torch.Tensor) else None]
         elif node.op == "output":
             t += 1
             for a in _input_nodes(node):
-                kind = output_kind.get(a.name, OutputKind.USER_OUTPUT)
+                user = user_output(a.name)
                 for s in of.get(a.name, ()):
                     if s is None:
                         continue
                     s.end = steps
-                    if kind in (OutputKind.BUFFER_MUTATION, OutputKind.USER_INPUT_MUTATION, OutputKind.TOKEN):
-                        continue
-                    if s.kind in ("intermediate", "input"):
+                    if user and s.kind in ("intermediate", "input"):
                         s.kind = "output" if s.kind == "intermediate" else s.kind
                         if not plan_outputs:
                             s.planned = False
