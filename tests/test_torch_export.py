@@ -219,34 +219,6 @@ def test_cli_bad_inputs_exit_2_with_one_line(tmp_path, capsys):
         extract(tmp_path / "missing.pt2")
 
 
-class TrainNet(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.l1, self.l2 = torch.nn.Linear(8, 16), torch.nn.Linear(16, 4)
-
-    def forward(self, x, y):
-        return torch.nn.functional.cross_entropy(self.l2(self.l1(x).relu()), y)
-
-
-def test_training_graph_keeps_saved_activations_alive_into_backward():
-    from torch.export.experimental import _export_forward_backward
-
-    joint = _export_forward_backward(export(TrainNet(), (torch.randn(2, 8), torch.tensor([1, 3]))))
-    nodes = _nodes(joint)
-    p = problem_from_program(joint, decompose=False)
-    t = _table(p)
-    # relu (step 8) is saved for backward: read again through alias_3 by le (the relu mask)
-    assert nodes[8] == "relu" and nodes[54:56] == ["alias_3", "le"]
-    assert t["relu"] == (2 * 16 * 4, 8, 56)
-    assert nodes.index("div") < 56  # the loss is computed before relu dies: it crosses into backward
-    # x is read last by the first layer's weight gradient (mm_2 at 59)
-    assert nodes[58:60] == ["permute_6", "mm_2"] and t["x"] == (64, 0, 60)
-    grads = [s.arg.name for s in joint.graph_signature.output_specs if s.kind.name.startswith("GRADIENT")]
-    assert sorted(grads) == ["permute_5", "permute_8", "view", "view_1"]  # views of the storages below
-    assert {"mm_1", "sum_4", "mm_2", "sum_5"} <= set(p.metadata["outputs"])
-    assert all(t[g][2] == len(nodes) for g in ("mm_1", "sum_4", "mm_2", "sum_5"))
-
-
 # -- control flow: submodules' temporaries inside the node's window ----------------------------
 
 

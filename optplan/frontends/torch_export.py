@@ -16,9 +16,9 @@ in execution order (step = node index):
   parameters, constants and read-only buffers are not planned, nor is anything aliasing them;
   user inputs and outputs are planned or not by flag (ExecuTorch plans both by default).
 
-Training: a joint forward + backward program (``torch.export.experimental.
-_export_forward_backward``) is one graph, so activations saved for backward simply live until
-their last backward use, and gradients are outputs.
+Training steps (forward, backward, optimizer step) are recorded through public APIs by
+``optplan.frontends.training`` and walked by the same ``_walk_graph``, so activations saved for
+backward live until their last backward use.
 
 Lifetimes are half-open ``[producer, last use + 1)`` with steps numbered over all graph nodes,
 except that a control-flow node (``torch.cond``, ``while_loop``, ``map``, ``scan``,
