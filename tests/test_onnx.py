@@ -202,3 +202,12 @@ def test_exported_network_peak_matches_the_torch_export_extraction(exported, nam
     # statistics), but not at the peak of these networks
     assert _load(p) == _load(from_torch) > 0
     assert _load(extract_onnx(proto, views_alias=False)) >= _load(p)
+
+
+def test_a_node_computed_from_weights_only_is_folded_into_a_weight():
+    x = h.make_tensor_value_info("x", T.FLOAT, [2, 16])
+    y = h.make_tensor_value_info("y", T.FLOAT, None)
+    w = h.make_tensor("w", T.FLOAT, [4, 16], np.zeros(64, np.float32))
+    m = _model([h.make_node("Transpose", ["w"], ["wt"]), h.make_node("MatMul", ["x", "wt"], ["y"])], [x], [y], [w])
+    assert _table(extract_onnx(m)) == {"x": (128, 0, 3), "y": (32, 2, 4)}  # onnxruntime folds wt at load
+    assert _table(extract_onnx(m, include_weights=True))["wt"] == (256, 0, 4)

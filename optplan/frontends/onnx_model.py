@@ -8,7 +8,9 @@ network can be compared:
   so an output is allocated while its inputs are still live;
 - graph outputs live to the end; inputs and outputs are planned or not by flag (planned by
   default, as ExecuTorch does); initializers and ``Constant`` outputs are weights, not planned
-  unless asked (then they live throughout, as a runtime holds them);
+  unless asked (then they live throughout, as a runtime holds them), and so is the output of a
+  node whose inputs are all weights: onnxruntime folds it when the session loads (e.g. the
+  Transpose of GPT-2's tied embedding for its LM head, 154 MB that would otherwise be planned);
 - views: Reshape, Flatten, Squeeze, Unsqueeze and Identity, which runtimes execute without a
   copy, alias their first input by default (one storage, living to the last use of any alias);
   with ``views_alias=False`` they are copies;
@@ -277,16 +279,19 @@ class _Walk:
         for x in node.input:
             if x:
                 self.use(of, x, t)
+        sources = [of.get(x) for x in node.input if x]
+        folded = bool(sources) and all(s is not None and s.kind == "weight" for s in sources)
         for j, y in enumerate(node.output):
             if not y:
                 continue
-            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
-                of.maps[0][y] = self.new(prefix + y, _tensor_bytes(y, types.get(y)), "weight", self.include_weights, 0, self.steps)
-            elif self.views_alias and j == 0 and node.op_type in VIEW_OPS and node.domain in ("", "ai.onnx"):
+            onnx_op = node.domain in ("", "ai.onnx")
+            if self.views_alias and j == 0 and node.op_type in VIEW_OPS and onnx_op:
                 src = of.get(node.input[0])
                 if src is not None:
                     src.end = max(src.end, t + 1)
                 of.maps[0][y] = src
+            elif folded or node.op_type == "Constant" and onnx_op:
+                of.maps[0][y] = self.new(prefix + y, _tensor_bytes(y, types.get(y)), "weight", self.include_weights, 0, self.steps)
             else:
                 of.maps[0][y] = self.new(prefix + y, _tensor_bytes(y, types.get(y)), "intermediate", True, t, t + 1)
         return t + 1
