@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from optplan.clocks import clique_bound
 from optplan.problem import Problem, Unit
 
 
@@ -97,13 +98,16 @@ def _lower_bounds(problem: Problem) -> Bounds:
         if not members:
             continue
         rounding = 1
-        if len(subset) == 1 and all(len(u.members) == 1 for u in members):
+        if problem.concurrent:  # vector clocks: the heaviest set of pairwise conflicting buffers
+            load, at = clique_bound(problem, [u.root for u in members])[0], None
+        elif len(subset) == 1 and all(len(u.members) == 1 for u in members):
             rounding = problem.memory(subset[0]).alignment
             rounding = math.gcd(*[u.modulus[subset[0]][0] for u in members], rounding) if members else rounding
             if rounding > 1 and any(p[2] for u in members for p in u.pieces):
                 rounding = 1  # a gap's window may start off the alignment grid
-        t0, t1, h, slack = _pieces(members)
-        load, at = peak_load(t0, t1, h)
+        if not problem.concurrent:
+            t0, t1, h, slack = _pieces(members)
+            load, at = peak_load(t0, t1, h)
         if rounding > 1:  # every offset is a multiple of `rounding`: all but the top buffer round up
             t0, t1, h, slack = _pieces(members, rounding)
             rounded, rounded_at = peak_load(t0, t1, h)
@@ -112,7 +116,8 @@ def _lower_bounds(problem: Problem) -> Bounds:
         free = [m for m in subset if cap[m] is None]
         if not free and load > sum(cap[m] for m in subset):  # type: ignore[misc]
             where = " + ".join(repr(m) for m in subset)
-            return Bounds(lower, step, f"memory {where}: at step {at}, {load} bytes must be live but the capacity is {sum(cap[m] for m in subset)}")  # type: ignore[misc]
+            when = f"at step {at}" if at is not None else "in one set of pairwise concurrent buffers"
+            return Bounds(lower, step, f"memory {where}: {when}, {load} bytes must be live but the capacity is {sum(cap[m] for m in subset)}")  # type: ignore[misc]
         for m in subset:
             others = [o for o in subset if o != m]
             if any(cap[o] is None for o in others):
@@ -137,8 +142,10 @@ def _fixed_conflict(problem: Problem) -> str | None:
     for a, b in itertools.combinations(fixed, 2):
         if a.memories != b.memories:
             continue
+        if problem.concurrent and b.root not in problem.conflicts[a.root]:
+            continue
         for p in a.pieces:
             for q in b.pieces:
-                if p[0] < q[1] and q[0] < p[1] and a.fixed_offset + p[2] < b.fixed_offset + q[3] and b.fixed_offset + q[2] < a.fixed_offset + p[3]:
+                if (problem.concurrent or p[0] < q[1] and q[0] < p[1]) and a.fixed_offset + p[2] < b.fixed_offset + q[3] and b.fixed_offset + q[2] < a.fixed_offset + p[3]:
                     return f"buffer {b.root!r}: its fixed placement overlaps the fixed placement of {a.root!r} in memory {a.memories[0]!r} at step {max(p[0], q[0])}"
     return None

@@ -68,7 +68,7 @@ def _plan_table(problem: Problem, plan: Plan) -> Table:
         t.add_column(col, justify="left" if col == "memory" else "right", no_wrap=True)
     for m in problem.memories:
         used = [b for b, p in plan.placements.items() if p.memory == m.name]
-        step = usage_curve(problem, plan.placements, m.name).peak_step if plan.placements else None
+        step = usage_curve(problem, plan.placements, m.name).peak_step if plan.placements and not problem.concurrent else None
         t.add_row(m.name, _bytes(m.capacity), _bytes(plan.peak.get(m.name, 0)), _bytes(plan.lower_bound.get(m.name, 0)),
                   _pct(plan.memory_gap(m.name)) if plan.found else "n/a", "-" if step is None else str(step), str(len(used)))
     return t
@@ -151,9 +151,13 @@ def cmd_info(args: argparse.Namespace) -> int:
     rects = [r for b in bufs for r in b.footprint()]  # bytes in use over time: gaps excluded
     load, step = peak_load(*(np.array([r[k] for r in rects], np.int64) for k in (0, 1)),
                            np.array([r[3] - r[2] for r in rects], np.int64))
+    if problem.concurrent:  # vector clocks: the heaviest set of pairwise concurrent buffers
+        from optplan.clocks import clique_bound
+
+        load, step = clique_bound(problem, [b.id for b in bufs])[0], None
     lo, hi = problem.time_span
     info = {
-        "buffers": len(bufs), "time_span": [lo, hi], "total_bytes": sum(b.size for b in bufs),
+        "buffers": len(bufs), "streams": problem.streams, "time_span": [lo, hi], "total_bytes": sum(b.size for b in bufs),
         "peak_live_load": load, "peak_step": step, "largest_buffer": max((b.size for b in bufs), default=0),
         "zero_size_buffers": sum(b.size == 0 for b in bufs),
         "fixed_buffers": sum(b.fixed_offset is not None or b.fixed_memory is not None for b in bufs),

@@ -49,14 +49,18 @@ _REGISTRY: dict[str, Callable[..., Plan]] = {}
 _loaded = False
 
 
-def planner(name: str) -> Callable[[PlannerFn], Callable[..., Plan]]:
-    """Register ``fn`` under ``name``; the returned function yields validated Plans."""
+def planner(name: str, clocks: bool = False) -> Callable[[PlannerFn], Callable[..., Plan]]:
+    """Register ``fn`` under ``name``; the returned function yields validated Plans.
+    ``clocks``: it handles concurrent lifetimes (vector clocks); others refuse such problems."""
 
     def register(fn: PlannerFn) -> Callable[..., Plan]:
         accepted = set(inspect.signature(fn).parameters) - {"problem"}
 
         def run(problem: Problem, **options: object) -> Plan:
             t0 = time.perf_counter()
+            if problem.concurrent and not clocks:
+                raise OptplanError(f"planner {name!r} does not handle vector clocks (concurrent lifetimes); "
+                                   f"use one of: {', '.join(clock_planners())}")
             unknown = set(options) - accepted - {"objective"}  # every plan is judged by one
             if unknown:
                 raise OptplanError(f"planner {name!r} does not take option(s): {', '.join(sorted(unknown))}")
@@ -74,6 +78,7 @@ def planner(name: str) -> Callable[[PlannerFn], Callable[..., Plan]]:
         run.__doc__ = fn.__doc__
         run.__wrapped__ = fn  # type: ignore[attr-defined]
         run.options = accepted  # type: ignore[attr-defined]
+        run.clocks = clocks  # type: ignore[attr-defined]
         if name in _REGISTRY:
             raise RuntimeError(f"planner {name!r} registered twice")
         _REGISTRY[name] = run
@@ -129,6 +134,11 @@ def names() -> list[str]:
                     len(_PLANNER_MODULES))
 
     return sorted(_REGISTRY, key=package)
+
+
+def clock_planners() -> list[str]:
+    """The planners that handle vector clocks."""
+    return [n for n in names() if _REGISTRY[n].clocks]  # type: ignore[attr-defined]
 
 
 def heuristic_names() -> list[str]:

@@ -48,11 +48,27 @@ SEARCH_MAX_UNITS = 5000
 SEARCH_SECONDS_PER_UNIT = 1e-3
 
 
+def _auto_clocks(problem: Problem, best: Plan | None, objective: Objective, time_limit: float | None, t0: float,
+                 workers: int, seed: int, stats: dict[str, object]) -> Result:
+    """Concurrent lifetimes: CP-SAT's pairwise model from the best heuristic plan; the better wins."""
+    from optplan.solvers.clock_models import cpsat_clocks
+
+    left = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.05)
+    hint = best.placements if best is not None and best.found else None
+    exact = cpsat_clocks(problem, objective, left, workers, seed, hint)
+    exact.stats.update(stats, exact="cpsat (vector clocks)")
+    if exact.placements is None or (hint is not None and not exact.proven_optimal
+                                    and objective.value(problem, hint) < objective.value(problem, exact.placements)):
+        return Result(hint, bound=exact.bound, proven_infeasible=exact.proven_infeasible and hint is None,
+                      message=exact.message, stats=exact.stats)
+    return exact
+
+
 def _value(plan: Plan) -> tuple[int, float]:
     return (0 if plan.found else 1, plan.objective_value if plan.objective_value is not None else float("inf"))
 
 
-@planner("auto")
+@planner("auto", clocks=True)
 def auto(problem: Problem, time_limit: float | None = None, workers: int = 2, seed: int = 0,
          objective: Objective | str | None = None, deterministic: bool = False, progress=None) -> Result:
     """Heuristics -> best as warm start -> exact search engine / CP-SAT / LNS per part."""
@@ -75,6 +91,8 @@ def auto(problem: Problem, time_limit: float | None = None, workers: int = 2, se
     if best is not None and best.status == Status.OPTIMAL:
         return Result(best.placements, proven_optimal=True, bound=best.lower_bound,
                       message=f"{best.planner} reached the lower bound", stats=stats)
+    if problem.concurrent:  # vector clocks: the pairwise CP-SAT model; the search is routed around
+        return _auto_clocks(problem, best, objective, time_limit, t0, workers, seed, stats)
     elastic = best is None or not best.found
     if elastic and _elastic_ok(problem):
         # every heuristic hit a capacity: descend from a plan without capacities instead

@@ -13,8 +13,13 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Any
 
 from optplan.errors import ProblemError
+
+# A step (int) or a vector clock (tuple[int, ...], see optplan.clocks). Typed Any: the planners
+# for scalar lifetimes read ints; only Problem.concurrent ones see tuples.
+Time = Any
 
 
 @dataclass(frozen=True)
@@ -52,8 +57,8 @@ class Buffer:
 
     id: str
     size: int
-    start: int
-    end: int
+    start: Time  # an int, or a vector clock (tuple, one step per stream) for concurrent lifetimes
+    end: Time
     alignment: int = 1
     allowed: tuple[str, ...] | None = None  # memories it may use; None: all
     blocked: tuple[str, ...] = ()  # memories it may not use
@@ -66,11 +71,19 @@ class Buffer:
     def __post_init__(self) -> None:
         if isinstance(self.gaps, list):
             object.__setattr__(self, "gaps", tuple(self.gaps))
+        for name in ("start", "end"):
+            if isinstance(getattr(self, name), list):  # as read from JSON
+                object.__setattr__(self, name, tuple(getattr(self, name)))
 
     def overlaps(self, other: Buffer) -> bool:
         """Whether the lifetimes intersect, gaps ignored: necessary for two buffers to need
-        disjoint bytes, not sufficient (compare ``footprint()`` for that)."""
-        return self.start < other.end and other.start < self.end
+        disjoint bytes, not sufficient (compare ``footprint()`` for that). Vector clocks: neither
+        happens before the other (``optplan.clocks``)."""
+        if isinstance(self.start, tuple):
+            from optplan.clocks import concurrent
+
+            return concurrent(self, other)
+        return self.start < other.end and other.start < self.end  # type: ignore[operator]
 
     def footprint(self) -> tuple[tuple[int, int, int, int], ...]:
         """The rectangles ``(t0, t1, y0, y1)`` the buffer occupies, bytes relative to its offset:
@@ -78,6 +91,8 @@ class Buffer:
         In time order; neighbours with the same bytes are merged. Empty for size 0."""
         if self.size == 0:
             return ()
+        if isinstance(self.start, tuple):  # vector clocks: a scalar stand-in (see optplan.clocks)
+            return ((sum(self.start), sum(self.end), 0, self.size),)  # type: ignore[arg-type]
         if not self.gaps:
             return ((self.start, self.end, 0, self.size),)
         out: list[tuple[int, int, int, int]] = []
@@ -157,9 +172,10 @@ class Problem:
     memories: tuple[Memory, ...] = (Memory("mem"),)
     relative: tuple[RelativePlacement, ...] = ()
     metadata: Mapping[str, object] = field(default_factory=dict)
+    streams: int = field(init=False, default=1)  # 1: scalar lifetimes; k: vector clocks of k streams
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "buffers", tuple(self.buffers))
+        object.__setattr__(self, "buffers", tuple(_one_stream(b) for b in self.buffers))
         object.__setattr__(self, "memories", tuple(self.memories))
         object.__setattr__(self, "relative", tuple(self.relative))
         _check_memories(self.memories)
@@ -173,6 +189,7 @@ class Problem:
             by_id[b.id] = b
         object.__setattr__(self, "_by_id", by_id)
         object.__setattr__(self, "_mems", mems)
+        object.__setattr__(self, "streams", _streams(self))
         object.__setattr__(self, "_units", _build_units(self))
 
     # -- lookups ---------------------------------------------------------------------------
@@ -208,10 +225,25 @@ class Problem:
         return math.lcm(b.alignment, self.memory(memory).alignment)
 
     @property
+    def concurrent(self) -> bool:
+        """Lifetimes are vector clocks over several streams (only partly ordered)."""
+        return self.streams > 1
+
+    @cached_property
+    def conflicts(self) -> dict[str, frozenset[str]]:
+        """Buffer id -> ids of the buffers whose lifetimes conflict with it (vector clocks:
+        neither happens before the other). Derived once, for the planners that handle clocks."""
+        from optplan.clocks import conflict_lists
+
+        return conflict_lists(self)
+
+    @property
     def time_span(self) -> tuple[int, int]:
         if not self.buffers:
             return (0, 0)
-        return (min(b.start for b in self.buffers), max(b.end for b in self.buffers))
+        if self.concurrent:  # the scalar stand-ins of Buffer.footprint
+            return (min(sum(b.start) for b in self.buffers), max(sum(b.end) for b in self.buffers))  # type: ignore[arg-type]
+        return (min(b.start for b in self.buffers), max(b.end for b in self.buffers))  # type: ignore[type-var]
 
     # -- derived problems ------------------------------------------------------------------
     def with_capacity(self, capacity: int) -> Problem:
@@ -291,13 +323,19 @@ def _check_buffer(b: Buffer, mems: Mapping[str, Memory]) -> None:
     where = f"buffer {b.id!r}"
     if not isinstance(b.id, str) or not b.id:
         raise ProblemError(f"{where}: field 'id': must be a non-empty string")
-    for name in ("size", "start", "end", "alignment"):
+    for name in ("size", "alignment"):
         if not _is_int(getattr(b, name)):
             raise ProblemError(f"{where}: field '{name}': must be an integer, got {getattr(b, name)!r}")
     if b.size < 0:
         raise ProblemError(f"{where}: field 'size': must be >= 0, got {b.size}")
-    if b.start >= b.end:
-        raise ProblemError(f"{where}: field 'end': lifetime [{b.start}, {b.end}) is empty (start must be < end)")
+    if isinstance(b.start, tuple) or isinstance(b.end, tuple):
+        _check_clock(b, where)
+    else:
+        for name in ("start", "end"):
+            if not _is_int(getattr(b, name)):
+                raise ProblemError(f"{where}: field '{name}': must be an integer, got {getattr(b, name)!r}")
+        if b.start >= b.end:
+            raise ProblemError(f"{where}: field 'end': lifetime [{b.start}, {b.end}) is empty (start must be < end)")
     if b.alignment < 1:
         raise ProblemError(f"{where}: field 'alignment': must be >= 1, got {b.alignment}")
     if b.gaps != ():
@@ -329,6 +367,45 @@ def _check_buffer(b: Buffer, mems: Mapping[str, Memory]) -> None:
                 raise ProblemError(f"{where}: field 'fixed_offset': {b.fixed_offset} is not a multiple of the alignment {align} in memory {m!r}")
             if mem.capacity is not None and b.fixed_offset + b.size > mem.capacity:
                 raise ProblemError(f"{where}: field 'fixed_offset': [{b.fixed_offset}, {b.fixed_offset + b.size}) exceeds the capacity {mem.capacity} of memory {m!r}")
+
+
+def _check_clock(b: Buffer, where: str) -> None:
+    for name in ("start", "end"):
+        v = getattr(b, name)
+        if not isinstance(v, tuple) or not v or not all(_is_int(x) for x in v):
+            raise ProblemError(f"{where}: field '{name}': a vector clock must be a non-empty list of integers, got {v!r}")
+    if len(b.start) != len(b.end):  # type: ignore[arg-type]
+        raise ProblemError(f"{where}: field 'end': {len(b.end)} streams, but 'start' has {len(b.start)}")  # type: ignore[arg-type]
+    if any(s > e for s, e in zip(b.start, b.end)) or b.start == b.end:  # type: ignore[arg-type]
+        raise ProblemError(f"{where}: field 'end': lifetime {list(b.start)} -> {list(b.end)} is empty or reversed "  # type: ignore[arg-type]
+                           "(end must be >= start in every stream and > in one)")
+    if b.gaps:
+        raise ProblemError(f"{where}: field 'gaps': gaps need a scalar lifetime (they are spans of one time axis)")
+
+
+def _one_stream(b: Buffer) -> Buffer:
+    """A one-stream vector clock is a scalar lifetime."""
+    if isinstance(b.start, (tuple, list)) and isinstance(b.end, (tuple, list)) and len(b.start) == len(b.end) == 1:
+        return replace(b, start=b.start[0], end=b.end[0])
+    return b
+
+
+def _streams(p: Problem) -> int:
+    """1 for scalar lifetimes; the clock length when every buffer has a vector clock."""
+    lengths = {len(b.start) if isinstance(b.start, tuple) else 0 for b in p.buffers}
+    if lengths <= {0}:
+        return 1
+    if len(lengths) > 1:
+        def streams(b: Buffer) -> int:
+            return len(b.start) if isinstance(b.start, tuple) else 0
+
+        first = p.buffers[0]
+        culprit = next(b for b in p.buffers if streams(b) != streams(first))
+        raise ProblemError(f"buffer {culprit.id!r}: field 'start': every buffer needs a vector clock of "
+                           f"{streams(first) or 'as many'} streams like buffer {first.id!r} (a scalar is the one-stream case)")
+    if p.relative:
+        raise ProblemError(f"buffer {p.relative[0].buffer!r}: field 'relative': relative placements need scalar lifetimes")
+    return lengths.pop()
 
 
 def _check_gaps(b: Buffer, where: str) -> None:

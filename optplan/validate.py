@@ -81,6 +81,8 @@ def _relative_roots(problem: Problem) -> dict[str, str]:
 def _overlaps(problem: Problem, placements: dict[str, Placement], mems: dict, limit: int) -> list[Violation]:
     """Pairs in one memory that share both a time step and a byte (sweep over sorted starts;
     only pairs whose lifetimes and byte ranges meet get the finer test of their gaps)."""
+    if problem.concurrent:
+        return _concurrent_overlaps(problem, placements, mems, limit)
     roots = _relative_roots(problem)
     out: list[Violation] = []
     for name in mems:
@@ -184,3 +186,27 @@ def _clash(a: Buffer, oa: int, c: Buffer, oc: int) -> tuple[tuple[int, int], tup
             if t0 < s1 and s0 < t1 and y0 < z1 and z0 < y1:
                 return (max(t0, s0), min(t1, s1)), (max(y0, z0), min(y1, z1))
     return None
+
+
+def _concurrent_overlaps(problem: Problem, placements: dict[str, Placement], mems: dict, limit: int) -> list[Violation]:
+    """Vector clocks: pairs in one memory sharing a byte whose lifetimes are concurrent (neither
+    ends, in every stream, before the other starts), read off the raw clocks (sweep over
+    sorted offsets)."""
+    out: list[Violation] = []
+    for name in mems:
+        bufs = sorted((b for b in problem.buffers if b.size > 0 and b.id in placements and placements[b.id].memory == name),
+                      key=lambda b: placements[b.id].offset)
+        for i, a in enumerate(bufs):
+            top = placements[a.id].offset + a.size
+            for c in bufs[i + 1:]:
+                if placements[c.id].offset >= top:
+                    break
+                before = all(x <= y for x, y in zip(a.end, c.start))  # type: ignore[call-overload]
+                after = all(x <= y for x, y in zip(c.end, a.start))  # type: ignore[call-overload]
+                if not before and not after:
+                    y0, y1 = placements[c.id].offset, min(top, placements[c.id].offset + c.size)
+                    out.append(Violation("overlap", a.id, f"overlaps {c.id!r} in {name!r}: concurrent lifetimes "
+                                                          f"{list(a.start)}->{list(a.end)} and {list(c.start)}->{list(c.end)}, bytes [{y0}, {y1})"))  # type: ignore[arg-type]
+                    if len(out) >= limit:
+                        return out
+    return out

@@ -134,8 +134,8 @@ def problem_from_csv(text: str, source: str = "<csv>") -> Problem:
 
 
 def problem_to_csv(problem: Problem) -> str:
-    if len(problem.memories) != 1 or problem.relative:
-        raise FormatError("MiniMalloc CSV holds single-memory problems without relative placements; use .json")
+    if len(problem.memories) != 1 or problem.relative or problem.concurrent:
+        raise FormatError("MiniMalloc CSV holds single-memory problems with scalar lifetimes and no relative placements; use .json")
     columns = {"alignment": ("alignment", 1), "hint": ("hint_offset", None), "gaps": ("gaps", ()),
                "offset": ("fixed_offset", None)}  # column -> (field, default): written when some buffer differs
     extra = [c for c, (f, default) in columns.items() if any(getattr(b, f) != default for b in problem.buffers)]
@@ -151,8 +151,8 @@ def problem_to_csv(problem: Problem) -> str:
 def plan_to_csv(problem: Problem, plan: Plan) -> str:
     """The solution as MiniMalloc writes it: ``id,lower,upper,size,offset`` (``gaps`` before
     ``offset`` when some buffer has gaps)."""
-    if len(problem.memories) != 1:
-        raise FormatError("a MiniMalloc CSV plan holds one memory; write the plan as .json")
+    if len(problem.memories) != 1 or problem.concurrent:
+        raise FormatError("a MiniMalloc CSV plan holds one memory and scalar lifetimes; write the plan as .json")
     gaps = any(b.gaps for b in problem.buffers)
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")

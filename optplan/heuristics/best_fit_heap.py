@@ -14,7 +14,7 @@ from optplan.planners import Result, planner
 from optplan.problem import Problem
 
 
-@planner("best-fit-heap")
+@planner("best-fit-heap", clocks=True)
 def best_fit_heap(problem: Problem) -> Result:
     """Decreasing size (ties: longer lifetime first), heap-aware best fit, fastest memory first."""
     return greedy(problem, by_size(problem), policy="heap")

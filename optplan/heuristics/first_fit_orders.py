@@ -15,7 +15,7 @@ from optplan.problem import Problem
 ORDERS = {"size": orders.by_size, "area": orders.by_area, "length": orders.by_length, "start": orders.by_start}
 
 
-@planner("first-fit-orders")
+@planner("first-fit-orders", clocks=True)
 def first_fit_orders(problem: Problem, objective: Objective | None = None) -> Result:
     """First fit by decreasing size, area, lifetime length and by start; the lowest objective wins."""
     best, best_value, best_name, messages = None, float("inf"), None, []

@@ -13,7 +13,7 @@ from optplan.planners import Result, planner
 from optplan.problem import Problem
 
 
-@planner("greedy-breadth")
+@planner("greedy-breadth", clocks=True)
 def greedy_breadth(problem: Problem) -> Result:
     """Breadth order (see ``orders.by_breadth``), best fit, fastest memory first."""
     return greedy(problem, by_breadth(problem), policy="best")

@@ -12,7 +12,7 @@ from optplan.planners import Result, planner
 from optplan.problem import Problem
 
 
-@planner("greedy-conflicts")
+@planner("greedy-conflicts", clocks=True)
 def greedy_conflicts(problem: Problem) -> Result:
     """Most time-overlapping bytes first, first fit, fastest memory first."""
     return greedy(problem, by_conflicts(problem), policy="first")

@@ -13,7 +13,7 @@ from optplan.planners import Result, planner
 from optplan.problem import Problem
 
 
-@planner("greedy-size")
+@planner("greedy-size", clocks=True)
 def greedy_size(problem: Problem) -> Result:
     """Decreasing size (ties: longer lifetime first), best fit, fastest memory first."""
     return greedy(problem, by_size(problem), policy="best")

@@ -39,7 +39,7 @@ def _peak_units(problem: Problem, order: list[Unit], placements: dict) -> list[i
     return out
 
 
-@planner("hill-climb")
+@planner("hill-climb", clocks=True)
 def hill_climb(problem: Problem, time_limit: float | None = None, iterations: int | None = None,
                seed: int = 0, objective: Objective | None = None) -> Result:
     """Perturb the best starting order while it does not get worse; stop at ``iterations`` steps

@@ -15,7 +15,7 @@ from optplan.planners import Result, planner
 from optplan.problem import Problem
 
 
-@planner("linear-scan")
+@planner("linear-scan", clocks=True)
 def linear_scan(problem: Problem) -> Result:
     """Start order (ties: longer, then larger first), best fit, fastest memory first."""
     return greedy(problem, by_start(problem), policy="best")

@@ -12,7 +12,7 @@ from optplan.planners import Result, planner
 from optplan.problem import Problem
 
 
-@planner("naive")
+@planner("naive", clocks=True)
 def naive(problem: Problem) -> Result:
     """Units in problem order, stacked end to end in the fastest memory with room."""
     packer = Packer(problem)

@@ -152,6 +152,11 @@ class _TimeIndex:
 
 
 class Packer:
+    def __new__(cls, problem: Problem) -> Packer:
+        if cls is Packer and problem.concurrent:  # vector clocks: conflicts from the conflict graph
+            return super().__new__(ConflictPacker)
+        return super().__new__(cls)
+
     def __init__(self, problem: Problem) -> None:
         self.problem = problem
         self.capacity = {m.name: m.capacity for m in problem.memories}
@@ -172,23 +177,7 @@ class Packer:
                 # collision iff y0 - py1 < o < y1 - py0: forbidden integers [y0-py1+1, y1-py0-1]
                 forb_lo.append(y0 - (py1 - 1))
                 forb_hi.append(y1 - (py0 + 1))
-        if not forb_lo:
-            return _EMPTY, _EMPTY, lo
-        flo = np.concatenate(forb_lo) if len(forb_lo) > 1 else forb_lo[0]
-        fhi = np.concatenate(forb_hi) if len(forb_hi) > 1 else forb_hi[0]
-        keep = fhi >= lo
-        flo, fhi = flo[keep], fhi[keep]
-        if len(flo) == 0:
-            return _EMPTY, _EMPTY, lo
-        order = np.argsort(flo, kind="stable")  # merges the index's sorted runs
-        flo, reach = flo[order], np.maximum.accumulate(fhi[order])
-        # the gap before forbidden run i spans from past everything before it to just below it
-        gap_lo = np.empty(len(flo), np.int64)
-        gap_lo[0] = lo
-        np.maximum(reach[:-1] + 1, lo, out=gap_lo[1:])
-        gap_hi = flo - 1
-        ok = gap_hi >= gap_lo
-        return gap_lo[ok], gap_hi[ok], max(lo, int(reach[-1]) + 1)
+        return _free_offsets(lo, forb_lo, forb_hi)
 
     def free(self, unit: Unit, memory: str) -> list[tuple[int, int | None]]:
         """Closed ranges ``[lo, hi]`` of root offsets where ``unit`` collides with nothing
@@ -257,6 +246,60 @@ class Packer:
         return False
 
 
+def _free_offsets(lo: int, forb_lo: list[np.ndarray], forb_hi: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Gaps ``[lo, hi]`` between the forbidden closed ranges of root offsets, and the lowest
+    offset above them all (see ``Packer._free``)."""
+    if not forb_lo:
+        return _EMPTY, _EMPTY, lo
+    flo = np.concatenate(forb_lo) if len(forb_lo) > 1 else forb_lo[0]
+    fhi = np.concatenate(forb_hi) if len(forb_hi) > 1 else forb_hi[0]
+    keep = fhi >= lo
+    flo, fhi = flo[keep], fhi[keep]
+    if len(flo) == 0:
+        return _EMPTY, _EMPTY, lo
+    order = np.argsort(flo, kind="stable")  # merges the index's sorted runs
+    flo, reach = flo[order], np.maximum.accumulate(fhi[order])
+    # the gap before forbidden run i spans from past everything before it to just below it
+    gap_lo = np.empty(len(flo), np.int64)
+    gap_lo[0] = lo
+    np.maximum(reach[:-1] + 1, lo, out=gap_lo[1:])
+    gap_hi = flo - 1
+    ok = gap_hi >= gap_lo
+    return gap_lo[ok], gap_hi[ok], max(lo, int(reach[-1]) + 1)
+
+
+class ConflictPacker(Packer):
+    """The Packer for vector clocks (``Problem.concurrent``): a unit collides with the placed
+    units it conflicts with (``Problem.conflicts``), not with those overlapping it on a time
+    axis. Concurrent problems have no gaps or relative placements, so a unit is one buffer."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        self.capacity = {m.name: m.capacity for m in problem.memories}
+        self.placements: dict[str, Placement] = {}
+        self.top = {m: 0 for m in problem.memory_names}
+        self.conflicts = problem.conflicts
+        self.spans: dict[str, tuple[int, int]] = {}  # placed root -> its bytes [y0, y1)
+
+    def _free(self, unit: Unit, memory: str) -> tuple[np.ndarray, np.ndarray, int]:
+        lo = -unit.low
+        if not unit.pieces:
+            return _EMPTY, _EMPTY, lo
+        placed = [self.spans[o] for o in self.conflicts[unit.root]
+                  if o in self.spans and self.placements[o].memory == memory]
+        if not placed:
+            return _EMPTY, _EMPTY, lo
+        y = np.array(placed, np.int64)
+        return _free_offsets(lo, [y[:, 0] - (unit.high - 1)], [y[:, 1] - 1])
+
+    def place(self, unit: Unit, memory: str, offset: int) -> None:
+        for bid, rel in unit.members:
+            self.placements[bid] = Placement(memory, offset + rel)
+        if unit.pieces:
+            self.spans[unit.root] = (offset, offset + unit.high)
+            self.top[memory] = max(self.top[memory], offset + unit.top)
+
+
 class Pinned:
     """Units pinned to fixed offsets, for the allocators that lay bytes end to end (no reuse,
     recycling, shared objects): it places the pinned units in ``packer`` (they may share bytes
@@ -306,7 +349,10 @@ def fixed_first(units: Iterable[Unit]) -> list[Unit]:
 def greedy(problem: Problem, order: Sequence[Unit], policy: Policy = "first") -> Result:
     """Place units in ``order`` (fixed ones first), each in the fastest memory where it fits.
 
-    Runs the compiled packer (``compiled.py``), which places exactly as ``greedy_reference``."""
+    Runs the compiled packer (``compiled.py``), which places exactly as ``greedy_reference``;
+    vector clocks (``Problem.concurrent``) go to the reference's ``ConflictPacker``."""
+    if problem.concurrent:
+        return greedy_reference(problem, order, policy)
     from optplan.heuristics import compiled  # numba: imported on first use
 
     off, where, failed = compiled.pack(problem, fixed_first(order), policy)

@@ -14,7 +14,7 @@ from optplan.planners import Result, planner
 from optplan.problem import Problem
 
 
-@planner("position-greedy")
+@planner("position-greedy", clocks=True)
 def position_greedy(problem: Problem) -> Result:
     """Decreasing size (ties in problem order), first fit, fastest memory first."""
     return greedy(problem, by_size_stable(problem), policy="first")

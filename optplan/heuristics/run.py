@@ -28,6 +28,8 @@ def run_heuristics(problem: Problem, seconds: float | None, seed: int,
     ``deterministic``: all run (skipping by elapsed time would make the result depend on load).
     """
     names = sorted(heuristic_names(), key=lambda n: PREFERRED.index(n) if n in PREFERRED else len(PREFERRED))
+    if problem.concurrent:  # vector clocks: only the heuristics that handle them
+        names = [n for n in names if planners.get(n).clocks]  # type: ignore[attr-defined]
     out, errors = [], {}
     t0 = time.perf_counter()
     slowest = 0.0

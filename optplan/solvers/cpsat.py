@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from optplan.bounds import lower_bounds
+from optplan.objective import Objective
 from optplan.plan import Placement, peaks
 from optplan.planners import Result, planner
-from optplan.objective import Objective
 from optplan.problem import Problem
 from optplan.solvers.reduce import (
     Choice,
@@ -495,15 +495,25 @@ def solve_part_cpsat(part: Part, seconds: float | None, settings: Settings, obje
     return part_result(part, pm, out.choices, out.optimal, False, out.bound, msg, stats)
 
 
-@planner("cpsat")
+@planner("cpsat", clocks=True)
 def cpsat_planner(problem: Problem, time_limit: float | None = None, workers: int = 2, seed: int = 0,
                   objective: Objective | str | None = None, deterministic: bool = False, progress=None) -> Result:
     """CP-SAT on each independent part (user hints as warm start), no heuristics."""
     settings = Settings(workers, seed, deterministic)
     objective = Objective.parse(objective, problem)
+    if problem.concurrent:
+        from optplan.solvers.clock_models import cpsat_clocks
+
+        return cpsat_clocks(problem, objective, time_limit, workers, seed, _user_hints(problem))
     result = solve_parts(problem, objective, time_limit, settings,
                          lambda part, share, rep: solve_part_cpsat(part, share, settings, objective, None, rep),
                          progress)
     if settings.wall_capped:
         result.stats["deterministic_wall_capped"] = settings.wall_capped
     return result
+
+
+def _user_hints(problem: Problem) -> dict[str, Placement] | None:
+    hints = {b.id: Placement(b.hint_memory or problem.candidate_memories(b)[0], b.hint_offset)
+             for b in problem.buffers if b.hint_offset is not None}
+    return hints or None

@@ -649,6 +649,11 @@ def milp(problem: Problem, solver: str, time_limit: float | None, workers: int, 
     incumbent = best_heuristic(problem, heuristic_budget, seed) if warm_start else None
     if not objective.optimizes and incumbent is not None:
         return Result(incumbent, message="the heuristic plan fits the capacities; no MIP needed")
+    if problem.concurrent:
+        from optplan.solvers.clock_models import milp_clocks
+
+        remaining = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.0)
+        return milp_clocks(problem, solver, objective, remaining, max(1, int(workers)), seed, incumbent)
     remaining = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.0)
     workers = max(1, int(workers))
     runs: list[dict[str, object]] = []
@@ -664,7 +669,7 @@ def milp(problem: Problem, solver: str, time_limit: float | None, workers: int, 
     return result
 
 
-@planner("milp-cbc")
+@planner("milp-cbc", clocks=True)
 def milp_cbc(problem: Problem, time_limit: float | None = None, workers: int = 1, seed: int = 0,
              objective: Objective | str | None = None, progress: Callable[[dict], None] | None = None,
              warm_start: bool = True) -> Result:
@@ -673,7 +678,7 @@ def milp_cbc(problem: Problem, time_limit: float | None = None, workers: int = 1
     return milp(problem, "cbc", time_limit, workers, seed, objective, progress, warm_start)
 
 
-@planner("milp-highs")
+@planner("milp-highs", clocks=True)
 def milp_highs(problem: Problem, time_limit: float | None = None, workers: int = 1, seed: int = 0,
                objective: Objective | str | None = None, progress: Callable[[dict], None] | None = None,
                warm_start: bool = True) -> Result:
