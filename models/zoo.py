@@ -199,6 +199,27 @@ class UNet(nn.Module):
         return self.out(x)
 
 
+# -- Hugging Face transformers, built from their configs (random weights, nothing downloaded) ----
+
+def hf_gpt2(seq: int = 512, **config: int) -> tuple[nn.Module, tuple, object]:
+    """``transformers``' GPT2LMHeadModel at GPT2Config's defaults (GPT-2 small, 124M) unless
+    overridden; eager attention (the explicit softmax graph every runtime can lower)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    cfg = GPT2Config(use_cache=False, **config)
+    model = GPT2LMHeadModel._from_config(cfg, attn_implementation="eager")
+    return model, (_tokens(seq, cfg.vocab_size),), None
+
+
+def hf_bert(seq: int = 128, **config: int) -> tuple[nn.Module, tuple, object]:
+    """``transformers``' BertModel at BertConfig's defaults (BERT-base, 110M) unless overridden."""
+    from transformers import BertConfig, BertModel
+
+    cfg = BertConfig(**config)
+    model = BertModel._from_config(cfg, attn_implementation="eager")
+    return model, (_tokens(seq, cfg.vocab_size),), None
+
+
 def _tokens(n: int, vocab: int) -> torch.Tensor:
     return torch.randint(0, vocab, (1, n), generator=torch.Generator().manual_seed(0))
 
@@ -217,4 +238,6 @@ MODELS: dict[str, tuple[str, Builder]] = {
                                                     ({1: torch.export.Dim("seq", min=2, max=512)},))),
     "unet": ("1x3x256x256", lambda: (UNet(), (_image(256),), None)),
     "vit_b16": ("1x3x224x224", lambda: (ViT(), (_image(224),), None)),
+    "hf_gpt2": ("1x512 tokens (transformers GPT2LMHeadModel)", hf_gpt2),
+    "hf_bert": ("1x128 tokens (transformers BertModel)", hf_bert),
 }

@@ -79,3 +79,36 @@ def test_a_zoo_network_exports_and_matches_torch():
     first = next(i for i, n in enumerate(ep.graph.nodes) if n.op != "placeholder")
     assert curve[first:] == eager["curve"][first:]
     assert re.fullmatch(r"\d+\.\d+\.\d+", p.metadata["torch"])
+
+
+@pytest.mark.parametrize("row", [r for r in SUMMARY if "onnx" in r], ids=lambda r: r["name"])
+def test_recorded_onnx_extraction_matches_its_committed_problem(row):
+    p = read_problem(MODELS / f"{row['name']}.onnx.json")
+    assert p.metadata["frontend"] == "onnx" and p.metadata["model"] == row["name"]
+    cols = [np.array([getattr(b, k) for b in p.buffers]) for k in ("start", "end", "size")]
+    assert len(p.buffers) == row["onnx"]["buffers"] and peak_load(*cols)[0] == row["onnx"]["peak_live_load"]
+    assert lower_bounds(p).lower["mem"] == row["onnx"]["lower_bound"] <= row["onnx"]["optplan"]["peak"]
+
+
+def test_hugging_face_builders_export_through_torch_export_and_onnx():
+    """zoo.hf_gpt2 / hf_bert at tiny configs: transformers' own modules, both front ends agree."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    pytest.importorskip("onnxscript")
+    from optplan.frontends.onnx_model import extract_onnx
+    from optplan.frontends.torch_export import problem_from_program
+
+    sys.path.insert(0, str(MODELS))
+    try:
+        from zoo import hf_gpt2
+    finally:
+        sys.path.remove(str(MODELS))
+    model, args, _ = hf_gpt2(seq=8, n_layer=1, n_embd=32, n_head=2, vocab_size=100, n_positions=16)
+    assert type(model).__module__.startswith("transformers.")
+    with torch.no_grad():
+        ep = torch.export.export(model.eval(), args)
+    from_torch = problem_from_program(ep)
+    from_onnx = extract_onnx(torch.onnx.export(ep, dynamo=True, verbose=False).model_proto)
+    loads = [peak_load(*[np.array([getattr(b, k) for b in p.buffers]) for k in ("start", "end", "size")])[0]
+             for p in (from_torch, from_onnx)]
+    assert loads[0] == loads[1] > 8 * 100 * 4  # the logits at least

@@ -43,7 +43,9 @@ def extract_training(model: torch.nn.Module, example_inputs: Sequence[Any], loss
     from torch.fx.experimental.proxy_tensor import make_fx
 
     model.train()
-    gm = make_fx(_step_function(model, loss, optimizer), tracing_mode="fake")(*_step_args(model, example_inputs))
+    # a loss closing over real tensors (targets) is allowed: they become constants of the graph
+    gm = make_fx(_step_function(model, loss, optimizer), tracing_mode="fake",
+                 _allow_non_fake_inputs=True)(*_step_args(model, example_inputs))
     n_params = sum(1 for _ in model.parameters()) + sum(1 for _ in model.buffers())
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     state = {n.name for n in placeholders[:n_params]}
