@@ -211,3 +211,18 @@ def test_a_node_computed_from_weights_only_is_folded_into_a_weight():
     m = _model([h.make_node("Transpose", ["w"], ["wt"]), h.make_node("MatMul", ["x", "wt"], ["y"])], [x], [y], [w])
     assert _table(extract_onnx(m)) == {"x": (128, 0, 3), "y": (32, 2, 4)}  # onnxruntime folds wt at load
     assert _table(extract_onnx(m, include_weights=True))["wt"] == (256, 0, 4)
+
+
+def test_scan_body_runs_once_with_its_state_in_the_outputs_and_slices_viewing_the_input():
+    body = h.make_graph(
+        [h.make_node("Add", ["s_in", "row"], ["t"]), h.make_node("Relu", ["t"], ["s_out"]), h.make_node("Neg", ["t"], ["y_row"])],
+        "body", [h.make_tensor_value_info("s_in", T.FLOAT, [64]), h.make_tensor_value_info("row", T.FLOAT, [64])],
+        [h.make_tensor_value_info("s_out", T.FLOAT, [64]), h.make_tensor_value_info("y_row", T.FLOAT, [64])])
+    m = _model([h.make_node("Scan", ["s0", "xs"], ["s", "ys"], body=body, num_scan_inputs=1)],
+               [h.make_tensor_value_info("s0", T.FLOAT, [64]), h.make_tensor_value_info("xs", T.FLOAT, [4, 64])],
+               [h.make_tensor_value_info("s", T.FLOAT, None), h.make_tensor_value_info("ys", T.FLOAT, None)])
+    # the Scan spans steps 1..3 (its body's three nodes); the outputs are read at 4
+    assert _table(extract_onnx(m)) == {"s0": (256, 0, 4), "xs": (1024, 0, 4), "s": (256, 1, 5), "ys": (1024, 1, 5),
+                                       "s/body/t": (256, 1, 4), "s/body/s_out": (256, 2, 4), "s/body/y_row": (256, 3, 4)}
+    run = ort.InferenceSession(m.SerializeToString()).run(None, {"s0": np.zeros(64, np.float32), "xs": np.ones((4, 64), np.float32)})
+    assert [r.nbytes for r in run] == [256, 1024]
