@@ -142,9 +142,10 @@ def write_readme(rows: list[dict]) -> None:
                   "ids, token types, the extended attention mask: weights in ONNX, planned tensors in ATen; onnxruntime",
                   "folds any node computed from weights only, and so does the ONNX front end), runs Transpose and Slice",
                   "as copies where ATen has views, and drops layer norm's saved statistics. hf_bert's ONNX peak is lower",
-                  "by 65,536 bytes (one 128x128 float32 tensor: the size of the attention mask the exporter folds; not",
-                  "traced further); hf_gpt2's are equal. ExecuTorch plans its own specs (the edge dialect's copies",
-                  "included), so compare its columns with each other."]
+                  "by 65,536 bytes: at torch.export's peak the 128x128 float32 attention mask (`where`, computed from",
+                  "shapes and constants) is live, and the ONNX exporter folds it into a constant; hf_gpt2's peaks are",
+                  "equal. ExecuTorch plans its own specs (the edge dialect's copies included), so compare its columns",
+                  "with each other."]
     lines += ["", "gpt2 is exported with a dynamic sequence length (2..512): sizes are taken at the upper",
               "bound 512, and torch's measurement runs at 512 tokens.", "",
               "The same networks lowered through ExecuTorch (its greedy vs optplan vs the lower bound, on",
