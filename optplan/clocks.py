@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from optplan.problem import Buffer, Problem
 
 EXACT_CLIQUE_NODES = 200_000  # branch-and-bound nodes before the clique bound settles for the best found
+EXACT_CLIQUE_VERTICES = 400  # larger graphs: the greedy cliques only (each still a proven bound)
+GREEDY_SEEDS = 64  # on larger graphs, greedy cliques grown from the heaviest and the busiest vertices
 
 
 def happens_before(a: Buffer, b: Buffer) -> bool:
@@ -56,19 +58,24 @@ def conflict_lists(problem: Problem) -> dict[str, frozenset[str]]:
 def heaviest_clique(weights: Sequence[int], neighbours: Sequence[set[int]],
                     node_limit: int = EXACT_CLIQUE_NODES) -> tuple[int, bool]:
     """The largest total weight of pairwise-conflicting vertices, and whether it is proven the
-    largest. Every clique found is a lower bound on the peak (its buffers are stacked); a
-    branch and bound (vertices by decreasing weight, pruned by the weight still addable) proves
-    the heaviest unless it runs out of ``node_limit`` nodes, when the best clique found stands."""
+    largest. Every clique found is a lower bound on the peak (its buffers are stacked); on graphs
+    of at most ``EXACT_CLIQUE_VERTICES`` a branch and bound (vertices by decreasing weight, pruned
+    by the weight still addable) proves the heaviest unless it runs out of ``node_limit`` nodes;
+    otherwise the best greedy clique stands."""
     n = len(weights)
     order = sorted(range(n), key=lambda i: -weights[i])
     best = 0
-    for v in order:  # greedy cliques first: a good incumbent prunes the search
+    seeds = order if n <= EXACT_CLIQUE_VERTICES else list(dict.fromkeys(
+        order[:GREEDY_SEEDS] + sorted(range(n), key=lambda i: -len(neighbours[i]))[:GREEDY_SEEDS]))
+    for v in seeds:  # greedy cliques first (heaviest neighbours first): a good incumbent prunes
         clique, total = [v], weights[v]
-        for u in order:
-            if u != v and all(u in neighbours[c] for c in clique):
+        for u in sorted(neighbours[v], key=lambda u: -weights[u]):
+            if all(u in neighbours[c] for c in clique[1:]):
                 clique.append(u)
                 total += weights[u]
         best = max(best, total)
+    if n > EXACT_CLIQUE_VERTICES:
+        return best, False
     nodes = 0
     exact = True
 

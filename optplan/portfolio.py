@@ -51,10 +51,14 @@ SEARCH_SECONDS_PER_UNIT = 1e-3
 def _auto_clocks(problem: Problem, best: Plan | None, objective: Objective, time_limit: float | None, t0: float,
                  workers: int, seed: int, stats: dict[str, object]) -> Result:
     """Concurrent lifetimes: CP-SAT's pairwise model from the best heuristic plan; the better wins."""
-    from optplan.solvers.clock_models import cpsat_clocks
+    from optplan.solvers.clock_models import MAX_PAIRS, cpsat_clocks
 
     left = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.05)
     hint = best.placements if best is not None and best.found else None
+    pairs = sum(len(v) for v in problem.conflicts.values()) // 2
+    if hint is not None and pairs > MAX_PAIRS:
+        return Result(hint, stats=stats, message=f"{pairs:,} conflicting pairs: too many for the pairwise exact model; "
+                                                 "the best heuristic plan stands")
     exact = cpsat_clocks(problem, objective, left, workers, seed, hint)
     exact.stats.update(stats, exact="cpsat (vector clocks)")
     if exact.placements is None or (hint is not None and not exact.proven_optimal

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from optplan.plan import Placement
 from optplan.planners import Result
 
+MAX_PAIRS = 200_000  # auto skips the pairwise model above this many conflicting pairs
+
 if TYPE_CHECKING:
     from optplan.objective import Objective
     from optplan.problem import Problem, Unit
