@@ -28,6 +28,7 @@ FIRST_LIMIT = 2000
 FLOOR_SHARE = 0.25  # of a minimization slice, for proving the bound while a better plan is sought too
 TABLE_SLOTS = 1 << 20  # failed-state table per ordering and process: 2 words a slot (16 MiB, touched lazily)
 NO_TABLE = (np.zeros(0, np.int64), np.zeros((2, 0), np.int64))
+RULES = kernel.ALL_RULES  # every pruning rule on (tests switch them off one by one)
 _compile_seconds: float | None = None
 
 
@@ -42,9 +43,9 @@ def ensure_compiled() -> float:
         one = np.ones(2, np.int64)
         zero = np.zeros(2, np.int64)
         pp = np.arange(3, dtype=np.int64)
-        kernel.search(one, s0, s1, pp, s0, s1, zero, one, one, zero, zero, one, -one, ptr, idx, np.zeros(3, np.int64),
-                      np.zeros(0, np.int64), -one, np.int64(3), np.int64(2), np.int64(100),
-                      np.zeros(1, np.int64), np.zeros(2, np.int64), *NO_TABLE)
+        arrays = kernel.Arrays(one, s0, s1, pp, s0, s1, zero, one, one, zero, zero, one, -one, ptr, idx,
+                               np.zeros(3, np.int64), np.zeros(0, np.int64), -one, np.int64(3))
+        kernel.search(arrays, RULES, np.int64(2), np.int64(100), np.zeros(1, np.int64), np.zeros(2, np.int64), *NO_TABLE)
         _compile_seconds = time.perf_counter() - t0
     return _compile_seconds
 
@@ -119,7 +120,7 @@ def table_of(o: Ordered, slots: int | None = None, nodes: int | None = None) -> 
         want = min(want, 1 << max(10, int(2 * nodes - 1).bit_length()))
     if o.table is None or o.zob is None:
         info = np.iinfo(np.int64)
-        words = kernel.table_words(len(o.perm), int(o.args[-1]))
+        words = kernel.table_words(len(o.perm), int(o.arrays.nsec))
         o.zob = np.random.default_rng(o.seed).integers(info.min, info.max, size=(2, words), dtype=np.int64, endpoint=True)
     if o.table is None or o.table.shape[0] < 2 + 2 * want:
         table = np.zeros(2 + 2 * want, np.int64)
@@ -163,12 +164,12 @@ def dive(ords: list[Ordered], n: int, lb: int = 0) -> tuple[np.ndarray | None, i
     for o in ords:
         out = np.zeros(n, np.int64)
         t0 = time.perf_counter()
-        status, nodes = kernel.search(*o.args, np.int64(1) << 60, np.int64(n + 1), stop, out, *NO_TABLE)
+        status, nodes = kernel.search(o.arrays, RULES, np.int64(1) << 60, np.int64(n + 1), stop, out, *NO_TABLE)
         stats.seconds += time.perf_counter() - t0
         stats.nodes += nodes
         stats.runs += 1
         if status == kernel.FOUND:
-            top = int((out + o.args[0]).max()) if n else 0
+            top = int((out + o.arrays.size).max()) if n else 0
             if best is None or top < best_top:
                 best, best_top = o.unpermute(out), top
             if top <= lb:
@@ -192,7 +193,7 @@ def decide(ords: list[Ordered], n: int, cap: int, clock: Clock, stop: np.ndarray
             budget = clock.budget(limit, stats.rate or 2e5)
             out = np.zeros(n, np.int64)
             t0 = time.perf_counter()
-            status, nodes = kernel.search(*o.args, np.int64(cap), np.int64(budget), stop, out, *table_of(o, slots, budget))
+            status, nodes = kernel.search(o.arrays, RULES, np.int64(cap), np.int64(budget), stop, out, *table_of(o, slots, budget))
             stats.seconds += time.perf_counter() - t0
             stats.nodes += nodes
             stats.runs += 1

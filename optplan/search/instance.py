@@ -169,7 +169,7 @@ class Ordered:
 
     name: str
     perm: np.ndarray  # rank -> index in the Instance
-    args: tuple  # the search's array arguments, in rank order
+    arrays: kernel.Arrays  # the search's static arrays, in rank order
     table: np.ndarray | None = None  # the search's failed-state table and its random words (engine.table_of)
     zob: np.ndarray | None = None
     seed: tuple[int, ...] = (0,)  # of the random words: a run repeats with the same seed
@@ -215,6 +215,6 @@ def ordered(inst: Instance, name: str, perm: np.ndarray) -> Ordered:
             key += tuple(int(v) for q in range(pp[r], pp[r + 1]) for v in (ps0[q], ps1[q], py0[q], ph[q]))
         twin[r] = last.get(key, -1)
         last[key] = r
-    args = (size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, ptr, idx.astype(np.int64), fptr, fidx, twin,
-            np.int64(inst.nsec))
-    return Ordered(name, perm, args)
+    arrays = kernel.Arrays(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, ptr, idx.astype(np.int64), fptr,
+                           fidx, twin, np.int64(inst.nsec))
+    return Ordered(name, perm, arrays)

@@ -82,6 +82,8 @@ table forgets failures, never invents them.
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
@@ -117,70 +119,6 @@ def _word(key, v):
 @njit(cache=True, inline="always")
 def _align(x, m, r):
     return x + (r - x) % m
-
-
-@njit(cache=True)
-def _push_split(members, nmem, cuts, ncut, s0, s1, floor, load, cap, pool, pool_top,
-                pend_start, pend_len, pend_cnt, pend_L, pend_Li, pend_owner, pt, owner,
-                use_tt, zob, zc, pend_h1, pend_h2):
-    """Split ``members`` (unplaced, in index order) at the time cuts and push one pending
-    component per non-empty part, the least slack on top (``pool`` has room for ``nmem`` more).
-    With the table, each part's member hash (words ``zob[:, zc + i]``) goes to ``pend_h1/2``. Returns (pool_top, pt, parts)."""
-    seg = np.empty(nmem, np.int64)
-    cnt = np.zeros(ncut + 1, np.int64)
-    smin = np.full(ncut + 1, _BIG, np.int64)
-    smax = np.zeros(ncut + 1, np.int64)
-    for p in range(nmem):
-        c = members[p]
-        j = np.searchsorted(cuts[:ncut], s0[c], side="right")
-        seg[p] = j
-        cnt[j] += 1
-        smin[j] = min(smin[j], s0[c])
-        smax[j] = max(smax[j], s1[c])
-    parts = 0
-    for j in range(ncut + 1):
-        if cnt[j] > 0:
-            parts += 1
-    if parts < 2:
-        return pool_top, pt, parts  # one part: the caller continues
-    slack = np.full(ncut + 1, _BIG, np.int64)
-    start = np.zeros(ncut + 1, np.int64)
-    pos = pool_top
-    for j in range(ncut + 1):
-        start[j] = pos
-        pos += cnt[j]
-        if cnt[j] > 0:
-            for s in range(smin[j], smax[j]):
-                if load[s] > 0:
-                    slack[j] = min(slack[j], cap - floor[s] - load[s])
-    fill = start.copy()
-    for p in range(nmem):
-        j = seg[p]
-        pool[fill[j]] = members[p]
-        fill[j] += 1
-    done = np.zeros(ncut + 1, np.bool_)
-    for _ in range(parts):  # push the loosest first so the tightest ends on top
-        best = -1
-        for j in range(ncut + 1):
-            if cnt[j] > 0 and not done[j] and (best < 0 or slack[j] > slack[best]):
-                best = j
-        done[best] = True
-        pend_start[pt] = start[best]
-        pend_len[pt] = cnt[best]
-        pend_cnt[pt] = cnt[best]
-        pend_L[pt] = -1
-        pend_Li[pt] = -1
-        pend_owner[pt] = owner
-        h1 = np.int64(0)
-        h2 = np.int64(0)
-        if use_tt:
-            for p in range(start[best], start[best] + cnt[best]):
-                h1 ^= zob[0, zc + pool[p]]
-                h2 ^= zob[1, zc + pool[p]]
-        pend_h1[pt] = h1
-        pend_h2[pt] = h2
-        pt += 1
-    return pos, pt, parts
 
 
 @njit(cache=True)
@@ -232,11 +170,632 @@ def _collide(b, ob, f, of, pp, ps0, ps1, py0, ph):
     return False
 
 
+# -- the search's state: one named structure ---------------------------------------------------
+
+Arrays = namedtuple("Arrays", ["size", "s0", "s1", "pp", "ps0", "ps1", "py0", "ph", "mod", "res", "lo", "hi",
+                               "fixed", "nb_ptr", "nb_idx", "fx_ptr", "fx_idx", "twin", "nsec"])
+Arrays.__doc__ = "An ordering's static arrays (``search``'s docstring); ``nsec`` the number of sections."
+
+Rules = namedtuple("Rules", ["dominance", "sections", "lift", "twins", "decomposition", "hatless"])
+Rules.__doc__ = """Pruning rules that can be switched off one by one (module docstring; MiniMalloc's
+``SolverParams`` is the model). Each is sound on its own: switching any off changes node counts, never
+the answer. ``lift`` only sharpens the section check's thresholds. The order rule and the canonical
+floors are the search itself, not switches; the failed-state table is switched off by an empty ``table``."""
+ALL_RULES = Rules(True, True, True, True, True, True)
+
+# Frames: one row per depth, Pending: one row per component waiting to be searched (int64 columns).
+# A frame holds its component (pool slice, unplaced count, L and Li), its owner (the frame to return
+# to on failure), what to restore (pending top, pool top, trail mark, placement hashes), the last
+# candidate tried (offset LO, index I), the dominance bounds (U1/U1A/U2, fixed F/FA), HAT (the last
+# unit placed has no unplaced unit above it), and the failed-state table's component hash (C1, C2),
+# key (K1, K2) and whether to store the key when the frame fails (REC).
+(_F_START, _F_LEN, _F_CNT, _F_L, _F_LI, _F_OWNER, _F_PT, _F_POOL, _F_TRAIL, _F_I, _F_LO, _F_U1, _F_U1A, _F_U2, _F_F,
+ _F_FA, _F_HAT, _F_REC, _F_C1, _F_C2, _F_K1, _F_K2, _F_HP1, _F_HP2, _F_HF1, _F_HF2, _NF) = range(27)
+# a pending component: pool slice, unplaced count, L and Li, owner, member hashes
+_P_START, _P_LEN, _P_CNT, _P_L, _P_LI, _P_OWNER, _P_H1, _P_H2, _NP = range(9)
+Scratch = namedtuple("Scratch", ["cuts", "acc", "min1", "min1c", "min2", "ev", "lg", "rmax", "sel", "evb", "members"])
+State = namedtuple("State", ["placed", "mf", "floor", "load", "cross", "tk", "ti", "tv", "reg", "f", "p", "w"])
+# reg: the scalars (trail top, pool top, pending top, placed-set and floor hashes, capacity words)
+_TTOP, _POOL, _PT, _HP1, _HP2, _HF1, _HF2, _HK1, _HK2 = range(9)
+_ZW = 3  # zob columns: placed units at 0, component members at n, last unit at 2n (+1), sections at 3n+1
+
+
 @njit(cache=True)
-def search(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, nb_ptr, nb_idx, fx_ptr, fx_idx,
-           twin, nsec, cap, node_limit, stop, offsets, table, zob):
-    """Is there a canonical plan with every top <= ``cap``? Returns (status, nodes); on FOUND
-    ``offsets`` holds it. LIMIT: ``node_limit`` nodes spent or ``stop[0]`` set by another worker.
+def _new_state(a, cap, use_tt, zob):
+    """Every array the search works on, sized for ``a``, with the loads of all units and floors at 0."""
+    n = a.size.shape[0]
+    nsec = a.nsec
+    mf = a.lo.copy()  # highest floor under each unit's pieces (its lowest offset before alignment)
+    load = np.zeros(nsec, np.int64)
+    cross = np.zeros(nsec + 1, np.int64)  # unplaced units crossing the boundary before section k
+    tsize = n + 16 + a.nb_idx.shape[0]
+    for i in range(n):
+        for q in range(a.pp[i], a.pp[i + 1]):
+            for s in range(a.ps0[q], a.ps1[q]):
+                load[s] += a.ph[q]
+            tsize += a.ps1[q] - a.ps0[q]
+        for k in range(a.s0[i] + 1, a.s1[i]):
+            cross[k] += 1
+    m = n + 2
+    f = np.zeros((m, _NF), np.int64)
+    p = np.zeros((m, _NP), np.int64)
+    lg = np.zeros(nsec + 2, np.int64)  # floor(log2(x)) for the range maxima of the remaining load
+    for x in range(2, nsec + 2):
+        lg[x] = lg[x >> 1] + 1
+    w = Scratch(np.empty(nsec + 1, np.int64), np.zeros(nsec + 1, np.int64), np.empty(nsec + 1, np.int64),
+                np.empty(nsec + 1, np.int64), np.empty(nsec + 1, np.int64), np.empty(n, np.int64), lg,
+                np.empty((lg[nsec + 1] + 1, nsec + 1), np.int64), np.empty(n, np.int64), np.empty(n, np.int64),
+                np.empty(n, np.int64))
+    reg = np.zeros(9, np.int64)
+    if use_tt:
+        za = _ZW * n + 1
+        zL = za + nsec
+        reg[_HK1] = _word(zob[0, zL + 1], cap)
+        reg[_HK2] = _word(zob[1, zL + 1], cap)
+        for s in range(nsec):  # every floor starts at 0
+            reg[_HF1] ^= _word(zob[0, za + s], 0)
+            reg[_HF2] ^= _word(zob[1, za + s], 0)
+    return State(np.zeros(n, np.bool_), mf, np.zeros(nsec, np.int64), load, cross, np.empty(tsize, np.int64),
+                 np.empty(tsize, np.int64), np.empty(tsize, np.int64), reg, f, p, w)
+
+
+@njit(cache=True)
+def _push_split(st, a, pool, nmem, ncut, cap, owner, use_tt, zob):
+    """Split ``st.w.members[:nmem]`` (unplaced, in index order) at the time cuts ``st.w.cuts[:ncut]``
+    and push one pending component per non-empty part, the least slack on top (``pool`` has room
+    for ``nmem`` more from ``reg[_POOL]``). With the table, each part's member hash goes with it.
+    Returns the number of parts (one: nothing pushed, the caller continues)."""
+    pe = st.p
+    members, cuts = st.w.members, st.w.cuts
+    a_s0, a_s1, a_size = a.s0, a.s1, a.size
+    floor = st.floor
+    load = st.load
+    reg = st.reg
+    seg = np.empty(nmem, np.int64)
+    cnt = np.zeros(ncut + 1, np.int64)
+    smin = np.full(ncut + 1, _BIG, np.int64)
+    smax = np.zeros(ncut + 1, np.int64)
+    for p in range(nmem):
+        c = members[p]
+        j = np.searchsorted(cuts[:ncut], a_s0[c], side="right")
+        seg[p] = j
+        cnt[j] += 1
+        smin[j] = min(smin[j], a_s0[c])
+        smax[j] = max(smax[j], a_s1[c])
+    parts = 0
+    for j in range(ncut + 1):
+        if cnt[j] > 0:
+            parts += 1
+    if parts < 2:
+        return parts
+    slack = np.full(ncut + 1, _BIG, np.int64)
+    start = np.zeros(ncut + 1, np.int64)
+    pos = reg[_POOL]
+    for j in range(ncut + 1):
+        start[j] = pos
+        pos += cnt[j]
+        if cnt[j] > 0:
+            for s in range(smin[j], smax[j]):
+                if load[s] > 0:
+                    slack[j] = min(slack[j], cap - floor[s] - load[s])
+    fill = start.copy()
+    for p in range(nmem):
+        j = seg[p]
+        pool[fill[j]] = members[p]
+        fill[j] += 1
+    done = np.zeros(ncut + 1, np.bool_)
+    zc = a_size.shape[0]
+    pt = reg[_PT]
+    for _ in range(parts):  # push the loosest first so the tightest ends on top
+        best = -1
+        for j in range(ncut + 1):
+            if cnt[j] > 0 and not done[j] and (best < 0 or slack[j] > slack[best]):
+                best = j
+        done[best] = True
+        pe[pt, _P_START] = start[best]
+        pe[pt, _P_LEN] = cnt[best]
+        pe[pt, _P_CNT] = cnt[best]
+        pe[pt, _P_L] = -1
+        pe[pt, _P_LI] = -1
+        pe[pt, _P_OWNER] = owner
+        h1 = np.int64(0)
+        h2 = np.int64(0)
+        if use_tt:
+            for p in range(start[best], start[best] + cnt[best]):
+                h1 ^= zob[0, zc + pool[p]]
+                h2 ^= zob[1, zc + pool[p]]
+        pe[pt, _P_H1] = h1
+        pe[pt, _P_H2] = h2
+        pt += 1
+    reg[_PT] = pt
+    reg[_POOL] = pos
+    return parts
+
+
+@njit(cache=True)
+def _initial_components(st, a, pool, cap, use_tt, zob, split):
+    """Push the instance's components (with ``split``, one per stretch of time that no unit
+    crosses the ends of)."""
+    n = a.size.shape[0]
+    for i in range(n):
+        pool[i] = i
+        st.w.members[i] = i
+    ncut = 0
+    for k in range(1, a.nsec if split else 0):
+        if st.cross[k] == 0:
+            st.w.cuts[ncut] = k
+            ncut += 1
+    st.reg[_POOL] = n
+    if _push_split(st, a, pool, n, ncut, cap, -1, use_tt, zob) == 1:
+        pe = st.p
+        pe[0, _P_START] = 0
+        pe[0, _P_LEN] = n
+        pe[0, _P_CNT] = n
+        pe[0, _P_L] = -1
+        pe[0, _P_LI] = -1
+        pe[0, _P_OWNER] = -1
+        pe[0, _P_H1] = 0
+        pe[0, _P_H2] = 0
+        if use_tt:
+            for i in range(n):
+                pe[0, _P_H1] ^= zob[0, n + i]
+                pe[0, _P_H2] ^= zob[1, n + i]
+        st.reg[_PT] = 1
+
+
+@njit(cache=True, inline="always")
+def _enter(st, a, d, table, use_tt, zob):
+    """Open frame ``d`` on the pending component on top; True when the failed-state table knows
+    its key (the frame then fails at once)."""
+    fr = st.f
+    pe = st.p
+    a_nsec, a_size = a.nsec, a.size
+    reg = st.reg
+    pt = reg[_PT]
+    j = pt - 1
+    L = pe[j, _P_L]
+    Li = pe[j, _P_LI]
+    fr[d, _F_START] = pe[j, _P_START]
+    fr[d, _F_LEN] = pe[j, _P_LEN]
+    fr[d, _F_CNT] = pe[j, _P_CNT]
+    fr[d, _F_L] = L
+    fr[d, _F_LI] = Li
+    fr[d, _F_OWNER] = pe[j, _P_OWNER]
+    fr[d, _F_PT] = pt
+    fr[d, _F_POOL] = reg[_POOL]
+    fr[d, _F_I] = 0
+    fr[d, _F_LO] = -1
+    fr[d, _F_HAT] = False
+    fr[d, _F_REC] = False
+    if not use_tt:
+        return False
+    # the key: capacity, placed set, floors, component members, L and Li (docstring)
+    n = a_size.shape[0]
+    zL = _ZW * n + 1 + a_nsec
+    fr[d, _F_C1] = pe[j, _P_H1]
+    fr[d, _F_C2] = pe[j, _P_H2]
+    fr[d, _F_HP1] = reg[_HP1]
+    fr[d, _F_HP2] = reg[_HP2]
+    fr[d, _F_HF1] = reg[_HF1]
+    fr[d, _F_HF2] = reg[_HF2]
+    k1 = reg[_HK1] ^ reg[_HP1] ^ reg[_HF1] ^ pe[j, _P_H1] ^ _word(zob[0, zL], L) ^ zob[0, 2 * n + Li + 1]
+    k2 = reg[_HK2] ^ reg[_HP2] ^ reg[_HF2] ^ pe[j, _P_H2] ^ _word(zob[1, zL], L) ^ zob[1, 2 * n + Li + 1]
+    fr[d, _F_K1] = k1
+    fr[d, _F_K2] = k2
+    if k1 == 0 and k2 == 0:  # (0, 0) marks an empty slot: such a key is never stored
+        return False
+    nbk = (table.shape[0] - 2) // 4
+    at = 2 + 4 * (k1 & (nbk - 1))
+    if (table[at] == k1 and table[at + 1] == k2) or (table[at + 2] == k1 and table[at + 3] == k2):
+        table[0] += 1
+        return True  # this very subtree failed before
+    fr[d, _F_REC] = True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _bounds(st, a, rules, d, pool, cap):
+    """Entry checks of frame ``d`` (every unplaced unit still fits above L and under ``cap``;
+    dominance) and the dominance bounds its candidates need. Returns (fails, emin, smin, smax):
+    the lowest offset any unplaced unit may still take and the sections they span."""
+    fr = st.f
+    a_fixed, a_hi, a_mod, a_nsec, a_res, a_s0, a_s1, a_size = a.fixed, a.hi, a.mod, a.nsec, a.res, a.s0, a.s1, a.size
+    placed = st.placed
+    mf = st.mf
+    L = fr[d, _F_L]
+    Li = fr[d, _F_LI]
+    U1 = _BIG
+    U1a = -1
+    U2 = _BIG
+    F = _BIG
+    Fa = -1
+    emin = _BIG
+    smin = a_nsec
+    smax = 0
+    fails = False
+    for p in range(fr[d, _F_LEN]):
+        c = pool[fr[d, _F_START] + p]
+        if placed[c]:
+            continue
+        if a_fixed[c] >= 0:
+            oc = a_fixed[c]
+            if mf[c] > oc or oc < L or (oc == L and c < Li):
+                fails = True
+                break
+            if oc < F or (oc == F and c < Fa):
+                F = oc
+                Fa = c
+            e = oc
+        else:
+            oc = _align(mf[c], a_mod[c], a_res[c])
+            v = oc + a_size[c]
+            if v < U1:
+                U2 = U1
+                U1 = v
+                U1a = c
+            elif v < U2:
+                U2 = v
+            e = oc
+            if e < L:
+                e = _align(L, a_mod[c], a_res[c])
+        if e + a_size[c] > cap or e > a_hi[c]:
+            fails = True
+            break
+        emin = min(emin, e)
+        smin = min(smin, a_s0[c])
+        smax = max(smax, a_s1[c])
+    if not rules.dominance:
+        U1 = U2 = F = _BIG
+        U1a = Fa = -1
+    if U1 <= L:  # some unit fits wholly below every offset still allowed: dominated
+        fails = True
+    fr[d, _F_U1] = U1
+    fr[d, _F_U1A] = U1a
+    fr[d, _F_U2] = U2
+    fr[d, _F_F] = F
+    fr[d, _F_FA] = Fa
+    return fails, emin, smin, smax
+
+
+@njit(cache=True, inline="always")
+def _thresholds(st, a, rules, d, pool, single, base, smin, smax):
+    """Each unplaced unit's threshold (its lowest offset, lifted above L when it lies below it)
+    into ``w.ev`` (unit in ``w.evb``); returns how many."""
+    fr = st.f
+    a_fixed, a_mod, a_nb_idx, a_nb_ptr, a_ph, a_pp, a_ps0, a_ps1, a_res = a.fixed, a.mod, a.nb_idx, a.nb_ptr, a.ph, a.pp, a.ps0, a.ps1, a.res
+    w_ev, w_evb, w_min1, w_min1c, w_min2 = st.w.ev, st.w.evb, st.w.min1, st.w.min1c, st.w.min2
+    placed = st.placed
+    mf = st.mf
+    L = fr[d, _F_L]
+    st0 = fr[d, _F_START]
+    ln = fr[d, _F_LEN]
+    lift = rules.lift
+    if lift and not single:  # per section, the smallest unplaced piece (and whose) and the next
+        for s in range(smin, smax):
+            w_min1[s] = _BIG
+            w_min2[s] = _BIG
+            w_min1c[s] = -1
+        for p in range(ln):
+            c = pool[st0 + p]
+            if not placed[c]:
+                for q in range(a_pp[c], a_pp[c + 1]):
+                    h = a_ph[q]
+                    for s in range(a_ps0[q], a_ps1[q]):
+                        if h < w_min1[s]:
+                            w_min2[s] = w_min1[s]
+                            w_min1[s] = h
+                            w_min1c[s] = c
+                        elif h < w_min2[s]:
+                            w_min2[s] = h
+    k = 0
+    for p in range(ln):
+        c = pool[st0 + p]
+        if placed[c]:
+            continue
+        if a_fixed[c] >= 0:
+            w_ev[k] = a_fixed[c]
+        elif lift and _align(mf[c], a_mod[c], a_res[c]) < L:
+            ms = _BIG
+            if single:  # neighbours lowest first: the first unplaced one is the smallest
+                for q in range(a_nb_ptr[c], a_nb_ptr[c + 1]):
+                    if not placed[a_nb_idx[q]]:
+                        ms = a_ph[a_nb_idx[q]]
+                        break
+            else:
+                for q in range(_piece(a_pp, c, single), _piece(a_pp, c + 1, single)):
+                    for s in range(a_ps0[q], a_ps1[q]):
+                        ms = min(ms, w_min2[s] if w_min1c[s] == c else w_min1[s])
+            w_ev[k] = _align(max(mf[c], base, L + ms), a_mod[c], a_res[c])
+        else:
+            w_ev[k] = _align(max(mf[c], base), a_mod[c], a_res[c])
+        w_evb[k] = c
+        k += 1
+    return k
+
+
+@njit(cache=True, inline="always")
+def _sections_fail(st, a, rules, d, pool, cap, single, emin, smin, smax):
+    """The section check: in each section, the pieces of the unplaced units whose threshold is
+    >= t stack between t and ``cap``, for every t. A section's sum never exceeds its remaining
+    load, so only a unit whose threshold plus the highest load over its span exceeds ``cap`` can
+    fail: the pass runs over the sections those units span, with the units from the lowest such
+    threshold up (the same answer)."""
+    fr = st.f
+    rmax, lg, ev, evb, acc, sel = st.w.rmax, st.w.lg, st.w.ev, st.w.evb, st.w.acc, st.w.sel
+    a_nsec, a_ph, a_pp, a_ps0, a_ps1, a_s0, a_s1 = a.nsec, a.ph, a.pp, a.ps0, a.ps1, a.s0, a.s1
+    load = st.load
+    k = _thresholds(st, a, rules, d, pool, single, max(fr[d, _F_L], emin), smin, smax)
+    for s in range(smin, smax):
+        rmax[0, s] = load[s]
+    span = 1
+    for lv in range(1, lg[smax - smin] + 1):
+        for s in range(smin, smax - 2 * span + 1):
+            rmax[lv, s] = max(rmax[lv - 1, s], rmax[lv - 1, s + span])
+        span *= 2
+    dmin = a_nsec
+    dmax = 0
+    tmin = -1  # none (a threshold can reach _BIG: a unit with nothing left to lift it)
+    for r in range(k):
+        c = evb[r]
+        if a_s1[c] <= a_s0[c]:
+            continue  # no footprint
+        lv = lg[a_s1[c] - a_s0[c]]
+        top = max(rmax[lv, a_s0[c]], rmax[lv, a_s1[c] - (1 << lv)])
+        if ev[r] + top > cap:
+            dmin = min(dmin, a_s0[c])
+            dmax = max(dmax, a_s1[c])
+            tmin = ev[r] if tmin < 0 else min(tmin, ev[r])
+    if tmin < 0:
+        return False
+    ks = 0
+    for r in range(k):
+        if ev[r] >= tmin:
+            sel[ks] = r
+            ks += 1
+    srt = np.argsort(ev[sel[:ks]])
+    for s in range(dmin, dmax):
+        acc[s] = 0
+    # one pass, highest first: a section's sum is complete at the last unit of a threshold that
+    # covers it, and partial sums earlier in the threshold are lower
+    for j in range(ks - 1, -1, -1):
+        r = sel[srt[j]]
+        c = evb[r]
+        room = cap - ev[r]
+        for q in range(_piece(a_pp, c, single), _piece(a_pp, c + 1, single)):
+            h = a_ph[q]
+            top = 0
+            for s in range(max(a_ps0[q], dmin), min(a_ps1[q], dmax)):
+                v = acc[s] + h
+                acc[s] = v
+                top = max(top, v)
+            if top > room:
+                return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _next_candidate(st, a, rules, d, pool, cap):
+    """The next candidate of frame ``d`` in (offset, index) order after the last one tried, at
+    its lowest legal offset: (unit, offset), unit -1 when none is left."""
+    fr = st.f
+    a_fixed, a_fx_idx, a_fx_ptr, a_hi, a_mod, a_ph, a_pp, a_ps0, a_ps1, a_py0, a_res, a_size, a_twin = a.fixed, a.fx_idx, a.fx_ptr, a.hi, a.mod, a.ph, a.pp, a.ps0, a.ps1, a.py0, a.res, a.size, a.twin
+    placed = st.placed
+    mf = st.mf
+    L = fr[d, _F_L]
+    Li = fr[d, _F_LI]
+    st0 = fr[d, _F_START]
+    b = -1
+    ob = 0
+    for p in range(fr[d, _F_LEN]):
+        c = pool[st0 + p]
+        if placed[c]:
+            continue
+        if rules.twins and a_twin[c] >= 0 and not placed[a_twin[c]]:
+            continue
+        if a_fixed[c] >= 0:
+            oc = a_fixed[c]
+            if mf[c] > oc:
+                continue
+        else:
+            oc = _align(mf[c], a_mod[c], a_res[c])
+        if oc < fr[d, _F_LO] or (oc == fr[d, _F_LO] and c <= fr[d, _F_I]):
+            continue
+        if b >= 0 and (oc > ob or (oc == ob and c > b)):
+            continue
+        if oc < L or (oc == L and c < Li):
+            continue
+        if oc + a_size[c] > cap or oc > a_hi[c]:
+            continue
+        u = fr[d, _F_U2] if fr[d, _F_U1A] == c else fr[d, _F_U1]
+        if u <= oc:
+            continue
+        if fr[d, _F_FA] >= 0 and fr[d, _F_FA] != c and (fr[d, _F_F] < oc or (fr[d, _F_F] == oc and fr[d, _F_FA] < c)):
+            continue
+        bad = False
+        for q in range(a_fx_ptr[c], a_fx_ptr[c + 1]):
+            x = a_fx_idx[q]
+            if (not placed[x] and a_fixed[x] < oc + a_size[c] and oc < a_fixed[x] + a_size[x]
+                    and _collide(c, oc, x, a_fixed[x], a_pp, a_ps0, a_ps1, a_py0, a_ph)):
+                bad = True
+                break
+        if bad:
+            continue
+        b = c
+        ob = oc
+    return b, ob
+
+
+@njit(cache=True, inline="always")
+def _place(st, a, rules, d, b, ob, pool, offsets, cap, single, use_tt, zob):
+    """Place unit ``b`` at ``ob`` from frame ``d`` (on the trail), raise floors and neighbours'
+    lowest offsets, and push what is left of the component (split where nothing crosses any
+    more). Returns the pool (grown when a split needs more room)."""
+    fr = st.f
+    pe = st.p
+    cuts, members = st.w.cuts, st.w.members
+    a_nb_idx, a_nb_ptr, a_ph, a_pp, a_ps0, a_ps1, a_py0, a_s0, a_s1, a_size = a.nb_idx, a.nb_ptr, a.ph, a.pp, a.ps0, a.ps1, a.py0, a.s0, a.s1, a.size
+    placed = st.placed
+    mf = st.mf
+    floor = st.floor
+    load = st.load
+    cross = st.cross
+    tk = st.tk
+    ti = st.ti
+    tv = st.tv
+    reg = st.reg
+    n = a_size.shape[0]
+    za = _ZW * n + 1
+    fr[d, _F_LO] = ob
+    fr[d, _F_I] = b
+    ttop = reg[_TTOP]
+    fr[d, _F_TRAIL] = ttop
+    reg[_PT] = fr[d, _F_PT] - 1
+    reg[_POOL] = fr[d, _F_POOL]
+    tk[ttop] = _PLACE
+    ti[ttop] = b
+    ttop += 1
+    placed[b] = True
+    offsets[b] = ob
+    if use_tt:
+        reg[_HP1] ^= zob[0, b]
+        reg[_HP2] ^= zob[1, b]
+    hf1 = reg[_HF1]
+    hf2 = reg[_HF2]
+    for q in range(_piece(a_pp, b, single), _piece(a_pp, b + 1, single)):
+        t = ob + a_py0[q] + a_ph[q]
+        for s in range(a_ps0[q], a_ps1[q]):
+            v = floor[s]
+            tk[ttop] = _FLOOR
+            ti[ttop] = s
+            tv[ttop] = v
+            ttop += 1
+            load[s] -= a_ph[q]
+            if t > v:
+                floor[s] = t
+                if use_tt:
+                    hf1 ^= _word(zob[0, za + s], v) ^ _word(zob[0, za + s], t)
+                    hf2 ^= _word(zob[1, za + s], v) ^ _word(zob[1, za + s], t)
+    reg[_HF1] = hf1
+    reg[_HF2] = hf2
+    ncut = 0
+    for k in range(a_s0[b] + 1, a_s1[b]):
+        cross[k] -= 1
+        if cross[k] == 0:
+            cuts[ncut] = k
+            ncut += 1
+    hatless = True
+    t = ob + a_ph[_piece(a_pp, b, single)]
+    for q in range(a_nb_ptr[b], a_nb_ptr[b + 1]):
+        c = a_nb_idx[q]
+        if placed[c]:
+            continue
+        # one piece each: the spans overlap, so the pieces share a section (py0 == 0)
+        tc = t if single else _shared_top(b, ob, c, a_pp, a_ps0, a_ps1, a_py0, a_ph)
+        if tc == -_BIG:
+            continue  # only the spans overlap (a gap): nothing of b lies under c
+        hatless = False
+        if mf[c] < tc:
+            tk[ttop] = _MF
+            ti[ttop] = c
+            tv[ttop] = mf[c]
+            ttop += 1
+            mf[c] = tc
+    reg[_TTOP] = ttop
+    fr[d, _F_HAT] = hatless
+    rem = fr[d, _F_CNT] - 1
+    parts = 1
+    st0 = fr[d, _F_START]
+    ln = fr[d, _F_LEN]
+    if rem > 0 and ncut > 0 and rules.decomposition:
+        nmem = 0
+        for q in range(ln):
+            c = pool[st0 + q]
+            if not placed[c]:
+                members[nmem] = c
+                nmem += 1
+        if reg[_POOL] + nmem > pool.shape[0]:
+            # grow rather than skip the split: what a subtree does may depend only on its state
+            grown = np.empty(2 * pool.shape[0] + nmem, np.int64)
+            grown[:reg[_POOL]] = pool[:reg[_POOL]]
+            pool = grown
+        parts = _push_split(st, a, pool, nmem, ncut, cap, d, use_tt, zob)
+    if rem > 0 and parts == 1:
+        pt = reg[_PT]
+        pe[pt, _P_START] = st0
+        pe[pt, _P_LEN] = ln
+        pe[pt, _P_CNT] = rem
+        pe[pt, _P_L] = ob
+        pe[pt, _P_LI] = b
+        pe[pt, _P_OWNER] = d
+        pe[pt, _P_H1] = fr[d, _F_C1] ^ zob[0, n + b] if use_tt else 0
+        pe[pt, _P_H2] = fr[d, _F_C2] ^ zob[1, n + b] if use_tt else 0
+        reg[_PT] = pt + 1
+    return pool
+
+
+@njit(cache=True, inline="always")
+def _record(st, d, table):
+    """Frame ``d``'s component has no completion from its state: store its key (newest first)."""
+    fr = st.f
+    if not fr[d, _F_REC]:
+        return
+    k1 = fr[d, _F_K1]
+    k2 = fr[d, _F_K2]
+    nbk = (table.shape[0] - 2) // 4
+    at = 2 + 4 * (k1 & (nbk - 1))
+    if table[at] != k1 or table[at + 1] != k2:
+        table[at + 2] = table[at]
+        table[at + 3] = table[at + 1]
+        table[at] = k1
+        table[at + 1] = k2
+        table[1] += 1
+    fr[d, _F_REC] = False
+
+
+@njit(cache=True, inline="always")
+def _backtrack(st, a, o, single, use_tt):
+    """Undo the trail down to frame ``o``'s mark (its placement and everything after it)."""
+    fr = st.f
+    a_ph, a_pp, a_ps0, a_ps1, a_s0, a_s1 = a.ph, a.pp, a.ps0, a.ps1, a.s0, a.s1
+    placed = st.placed
+    mf = st.mf
+    floor = st.floor
+    load = st.load
+    cross = st.cross
+    tk = st.tk
+    ti = st.ti
+    tv = st.tv
+    reg = st.reg
+    if use_tt:
+        reg[_HP1] = fr[o, _F_HP1]
+        reg[_HP2] = fr[o, _F_HP2]
+        reg[_HF1] = fr[o, _F_HF1]
+        reg[_HF2] = fr[o, _F_HF2]
+    mark = fr[o, _F_TRAIL]
+    ttop = reg[_TTOP]
+    while ttop > mark:
+        ttop -= 1
+        kind = tk[ttop]
+        x = ti[ttop]
+        if kind == _FLOOR:
+            floor[x] = tv[ttop]
+        elif kind == _MF:
+            mf[x] = tv[ttop]
+        else:
+            placed[x] = False
+            for q in range(_piece(a_pp, x, single), _piece(a_pp, x + 1, single)):
+                for s in range(a_ps0[q], a_ps1[q]):
+                    load[s] += a_ph[q]
+            for k in range(a_s0[x] + 1, a_s1[x]):
+                cross[k] += 1
+    reg[_TTOP] = ttop
+
+
+@njit(cache=True)
+def search(a, rules, cap, node_limit, stop, offsets, table, zob):
+    """Is there a canonical plan of ``a`` (an ``Arrays``) with every top <= ``cap``, under the
+    pruning ``rules`` (a ``Rules``)? Returns (status, nodes); on FOUND ``offsets`` holds it. LIMIT:
+    ``node_limit`` nodes spent or ``stop[0]`` set by another worker.
 
     ``table``: the failed-state table (module docstring), kept across calls on the same ordering:
     ``table[0]`` counts hits, ``table[1]`` stores, then 2-slot buckets of two words per key
@@ -247,118 +806,12 @@ def search(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, nb_ptr,
     to offsets in ``[lo[i], hi[i]]`` (``hi``: the memory's capacity) and has pieces
     ``pp[i]:pp[i + 1]``: piece ``q`` covers sections ``[ps0[q], ps1[q])`` and bytes
     ``[o + py0[q], o + py0[q] + ph[q])`` when the unit is at ``o`` (``min py0 == 0`` per unit)."""
-    n = size.shape[0]
-    single = pp[n] == n  # one rectangle per unit
-    placed = np.zeros(n, np.bool_)
-    mf = lo.copy()  # highest floor under each buffer's lifespan (its lowest offset before alignment)
-    floor = np.zeros(nsec, np.int64)
-    load = np.zeros(nsec, np.int64)
-    cross = np.zeros(nsec + 1, np.int64)  # unplaced buffers crossing the boundary before section k
-    tsize = n + 16
-    for i in range(n):
-        for q in range(pp[i], pp[i + 1]):
-            for s in range(ps0[q], ps1[q]):
-                load[s] += ph[q]
-            tsize += ps1[q] - ps0[q]
-        for k in range(s0[i] + 1, s1[i]):
-            cross[k] += 1
-    tsize += nb_idx.shape[0]
-    tk = np.empty(tsize, np.int64)
-    ti = np.empty(tsize, np.int64)
-    tv = np.empty(tsize, np.int64)
-    ttop = 0
-    pool = np.empty(16 * n + 64, np.int64)
-    m = n + 2
+    n = a.size.shape[0]
+    single = a.pp[n] == n  # one rectangle per unit
     use_tt = table.shape[0] >= 6
-    nbk = (table.shape[0] - 2) // 4  # buckets of two slots (a power of two)
-    zc = n  # zob columns: placed units at 0, component members at zc, last unit at zl (+1), sections at za
-    zl = 2 * n
-    za = 3 * n + 1
-    zL = za + nsec
-    hp1 = np.int64(0)  # Zobrist hashes of the placed set and of the floors (incremental)
-    hp2 = np.int64(0)
-    hf1 = np.int64(0)
-    hf2 = np.int64(0)
-    hk1 = np.int64(0)  # the capacity's words
-    hk2 = np.int64(0)
-    if use_tt:
-        hk1 = _word(zob[0, zL + 1], cap)
-        hk2 = _word(zob[1, zL + 1], cap)
-        for s in range(nsec):  # every floor starts at 0
-            hf1 ^= _word(zob[0, za + s], 0)
-            hf2 ^= _word(zob[1, za + s], 0)
-    pend_h1 = np.zeros(m, np.int64)  # pending components' member hashes
-    pend_h2 = np.zeros(m, np.int64)
-    f_c1 = np.empty(m, np.int64)  # the frame's component hash, its key, the hashes before its placement
-    f_c2 = np.empty(m, np.int64)
-    f_k1 = np.empty(m, np.int64)
-    f_k2 = np.empty(m, np.int64)
-    f_hp1 = np.empty(m, np.int64)
-    f_hp2 = np.empty(m, np.int64)
-    f_hf1 = np.empty(m, np.int64)
-    f_hf2 = np.empty(m, np.int64)
-    f_rec = np.zeros(m, np.bool_)  # record the frame's key when it fails
-    pend_start = np.empty(m, np.int64)
-    pend_len = np.empty(m, np.int64)
-    pend_cnt = np.empty(m, np.int64)  # unplaced buffers left in the component
-    pend_L = np.empty(m, np.int64)
-    pend_Li = np.empty(m, np.int64)
-    pend_owner = np.empty(m, np.int64)
-    f_start = np.empty(m, np.int64)
-    f_len = np.empty(m, np.int64)
-    f_cnt = np.empty(m, np.int64)
-    f_L = np.empty(m, np.int64)
-    f_Li = np.empty(m, np.int64)
-    f_owner = np.empty(m, np.int64)
-    f_pt = np.empty(m, np.int64)
-    f_pool = np.empty(m, np.int64)
-    f_trail = np.empty(m, np.int64)
-    f_i = np.empty(m, np.int64)
-    f_lo = np.empty(m, np.int64)  # lowest-first: offset of the last candidate tried
-    f_U1 = np.empty(m, np.int64)
-    f_U1a = np.empty(m, np.int64)
-    f_U2 = np.empty(m, np.int64)
-    f_F = np.empty(m, np.int64)
-    f_Fa = np.empty(m, np.int64)
-    f_hat = np.zeros(m, np.bool_)  # lowest-first: the last candidate placed overlapped no unplaced buffer
-    cuts = np.empty(nsec + 1, np.int64)
-    acc = np.zeros(nsec + 1, np.int64)
-    min1 = np.empty(nsec + 1, np.int64)  # smallest unplaced size per section (and whose), next smallest
-    min1c = np.empty(nsec + 1, np.int64)
-    min2 = np.empty(nsec + 1, np.int64)
-    ev = np.empty(n, np.int64)
-    lg = np.zeros(nsec + 2, np.int64)  # floor(log2(x)) for the range maxima of the remaining load
-    for x in range(2, nsec + 2):
-        lg[x] = lg[x >> 1] + 1
-    rmax = np.empty((lg[nsec + 1] + 1, nsec + 1), np.int64)
-    sel = np.empty(n, np.int64)
-    evb = np.empty(n, np.int64)
-    members = np.empty(n, np.int64)
-
-    # initial components
-    for i in range(n):
-        pool[i] = i
-    ncut = 0
-    for k in range(1, nsec):
-        if cross[k] == 0:
-            cuts[ncut] = k
-            ncut += 1
-    pool_top, pt, parts = _push_split(pool, n, cuts, ncut, s0, s1, floor, load, cap, pool, n,
-                                      pend_start, pend_len, pend_cnt, pend_L, pend_Li, pend_owner, 0, -1,
-                                      use_tt, zob, zc, pend_h1, pend_h2)
-    if parts == 1:
-        pend_start[0] = 0
-        pend_len[0] = n
-        pend_cnt[0] = n
-        pend_L[0] = -1
-        pend_Li[0] = -1
-        pend_owner[0] = -1
-        if use_tt:
-            for i in range(n):
-                pend_h1[0] ^= zob[0, zc + i]
-                pend_h2[0] ^= zob[1, zc + i]
-        pt = 1
-
+    st = _new_state(a, cap, use_tt, zob)
+    pool = np.empty(16 * n + 64, np.int64)
+    _initial_components(st, a, pool, cap, use_tt, zob, rules.decomposition)
     nodes = 0
     depth = 0
     new_frame = True
@@ -367,360 +820,35 @@ def search(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, nb_ptr,
         exhausted = False
         if new_frame:
             new_frame = False
-            if pt == 0:
+            if st.reg[_PT] == 0:
                 return FOUND, nodes
             nodes += 1
             if nodes > node_limit:
                 return LIMIT, nodes
             if (nodes & 1023) == 0 and stop[0] != 0:
                 return LIMIT, nodes
-            j = pt - 1
-            st = pend_start[j]
-            ln = pend_len[j]
-            L = pend_L[j]
-            Li = pend_Li[j]
-            f_start[d] = st
-            f_len[d] = ln
-            f_cnt[d] = pend_cnt[j]
-            f_L[d] = L
-            f_Li[d] = Li
-            f_owner[d] = pend_owner[j]
-            f_pt[d] = pt
-            f_pool[d] = pool_top
-            f_i[d] = 0
-            f_lo[d] = -1
-            f_hat[d] = False
-            f_rec[d] = False
-            if use_tt:
-                # the key: capacity, placed set, floors, component members, L and Li (docstring)
-                f_c1[d] = pend_h1[j]
-                f_c2[d] = pend_h2[j]
-                f_hp1[d] = hp1
-                f_hp2[d] = hp2
-                f_hf1[d] = hf1
-                f_hf2[d] = hf2
-                k1 = hk1 ^ hp1 ^ hf1 ^ pend_h1[j] ^ _word(zob[0, zL], L) ^ zob[0, zl + Li + 1]
-                k2 = hk2 ^ hp2 ^ hf2 ^ pend_h2[j] ^ _word(zob[1, zL], L) ^ zob[1, zl + Li + 1]
-                f_k1[d] = k1
-                f_k2[d] = k2
-                if k1 != 0 or k2 != 0:  # (0, 0) marks an empty slot: such a key is never stored
-                    at = 2 + 4 * (k1 & (nbk - 1))
-                    if (table[at] == k1 and table[at + 1] == k2) or (table[at + 2] == k1 and table[at + 3] == k2):
-                        table[0] += 1
-                        exhausted = True  # this very subtree failed before
-                    else:
-                        f_rec[d] = True
-            # node checks; bounds for the dominance rule
-            U1 = _BIG
-            U1a = -1
-            U2 = _BIG
-            F = _BIG
-            Fa = -1
-            emin = _BIG
-            smin = nsec
-            smax = 0
-            for p in range(ln):
-                c = pool[st + p]
-                if placed[c]:
-                    continue
-                if fixed[c] >= 0:
-                    oc = fixed[c]
-                    if mf[c] > oc or oc < L or (oc == L and c < Li):
-                        exhausted = True
-                        break
-                    if oc < F or (oc == F and c < Fa):
-                        F = oc
-                        Fa = c
-                    e = oc
-                else:
-                    oc = _align(mf[c], mod[c], res[c])
-                    v = oc + size[c]
-                    if v < U1:
-                        U2 = U1
-                        U1 = v
-                        U1a = c
-                    elif v < U2:
-                        U2 = v
-                    e = oc
-                    if e < L:
-                        e = _align(L, mod[c], res[c])
-                if e + size[c] > cap or e > hi[c]:
-                    exhausted = True
-                    break
-                emin = min(emin, e)
-                smin = min(smin, s0[c])
-                smax = max(smax, s1[c])
-            if U1 <= L:  # some buffer fits wholly below every offset still allowed: dominated
-                exhausted = True
-            if not exhausted:
-                # in each section, the unplaced buffers that cannot go below t stack up above t:
-                # t + their sizes <= cap for every threshold t (their lowest offsets, high to low)
-                # a buffer whose lowest offset is below L rests, in the reference plan, on a buffer
-                # placed later (at >= L) that overlaps it in time: it starts at >= L + that size
-                base = max(L, emin)
-                if not single:  # per section, the smallest unplaced piece (and whose) and the next
-                    for s in range(smin, smax):
-                        min1[s] = _BIG
-                        min2[s] = _BIG
-                        min1c[s] = -1
-                    for p in range(ln):
-                        c = pool[st + p]
-                        if not placed[c]:
-                            for q in range(pp[c], pp[c + 1]):
-                                h = ph[q]
-                                for s in range(ps0[q], ps1[q]):
-                                    if h < min1[s]:
-                                        min2[s] = min1[s]
-                                        min1[s] = h
-                                        min1c[s] = c
-                                    elif h < min2[s]:
-                                        min2[s] = h
-                k = 0
-                for p in range(ln):
-                    c = pool[st + p]
-                    if not placed[c]:
-                        if fixed[c] >= 0:
-                            ev[k] = fixed[c]
-                        elif _align(mf[c], mod[c], res[c]) < L:
-                            ms = _BIG
-                            if single:  # neighbours lowest first: the first unplaced one is the smallest
-                                for q in range(nb_ptr[c], nb_ptr[c + 1]):
-                                    if not placed[nb_idx[q]]:
-                                        ms = ph[nb_idx[q]]
-                                        break
-                            else:
-                                for q in range(_piece(pp, c, single), _piece(pp, c + 1, single)):
-                                    for s in range(ps0[q], ps1[q]):
-                                        ms = min(ms, min2[s] if min1c[s] == c else min1[s])
-                            ev[k] = _align(max(mf[c], base, L + ms), mod[c], res[c])
-                        else:
-                            ev[k] = _align(max(mf[c], base), mod[c], res[c])
-                        evb[k] = c
-                        k += 1
-                # a section's sum never exceeds its remaining load, so only a unit whose threshold plus
-                # the highest load over its span exceeds cap can fail: the pass runs over the sections
-                # those units span, with the units from the lowest such threshold up (the same answer)
-                for s in range(smin, smax):
-                    rmax[0, s] = load[s]
-                w = 1
-                for lv in range(1, lg[smax - smin] + 1):
-                    for s in range(smin, smax - 2 * w + 1):
-                        rmax[lv, s] = max(rmax[lv - 1, s], rmax[lv - 1, s + w])
-                    w *= 2
-                dmin = nsec
-                dmax = 0
-                tmin = -1  # none (a threshold can reach _BIG: a unit with nothing left to lift it)
-                for r in range(k):
-                    c = evb[r]
-                    if s1[c] <= s0[c]:
-                        continue  # no footprint
-                    lv = lg[s1[c] - s0[c]]
-                    top = max(rmax[lv, s0[c]], rmax[lv, s1[c] - (1 << lv)])
-                    if ev[r] + top > cap:
-                        dmin = min(dmin, s0[c])
-                        dmax = max(dmax, s1[c])
-                        tmin = ev[r] if tmin < 0 else min(tmin, ev[r])
-                if tmin >= 0:
-                    ks = 0
-                    for r in range(k):
-                        if ev[r] >= tmin:
-                            sel[ks] = r
-                            ks += 1
-                    srt = np.argsort(ev[sel[:ks]])
-                    for s in range(dmin, dmax):
-                        acc[s] = 0
-                    # one pass, highest first: a section's sum is complete at the last unit of a
-                    # threshold that covers it, and partial sums earlier in the threshold are lower
-                    for j in range(ks - 1, -1, -1):
-                        r = sel[srt[j]]
-                        c = evb[r]
-                        room = cap - ev[r]
-                        for q in range(_piece(pp, c, single), _piece(pp, c + 1, single)):
-                            h = ph[q]
-                            top = 0
-                            for s in range(max(ps0[q], dmin), min(ps1[q], dmax)):
-                                a = acc[s] + h
-                                acc[s] = a
-                                top = max(top, a)
-                            if top > room:
-                                exhausted = True
-                        if exhausted:
-                            break
-            f_U1[d] = U1
-            f_U1a[d] = U1a
-            f_U2[d] = U2
-            f_F[d] = F
-            f_Fa[d] = Fa
-        elif f_hat[d]:
-            exhausted = True  # hatless: the reference plan is not in a later branch (see above)
+            exhausted = _enter(st, a, d, table, use_tt, zob)
+            fails, emin, smin, smax = _bounds(st, a, rules, d, pool, cap)
+            exhausted = exhausted or fails
+            if not exhausted and rules.sections:
+                exhausted = _sections_fail(st, a, rules, d, pool, cap, single, emin, smin, smax)
+        elif rules.hatless and st.f[d, _F_HAT]:
+            exhausted = True  # hatless: the reference plan is not in a later branch (docstring)
         if not exhausted:
-            L = f_L[d]
-            Li = f_Li[d]
-            st = f_start[d]
-            ln = f_len[d]
-            b = -1
-            ob = 0
-            p = 0
-            while p < ln:
-                c = pool[st + p]
-                p += 1
-                if placed[c]:
-                    continue
-                if twin[c] >= 0 and not placed[twin[c]]:
-                    continue
-                if fixed[c] >= 0:
-                    oc = fixed[c]
-                    if mf[c] > oc:
-                        continue
-                else:
-                    oc = _align(mf[c], mod[c], res[c])
-                # candidates in (offset, index) order after the last one tried
-                if oc < f_lo[d] or (oc == f_lo[d] and c <= f_i[d]):
-                    continue
-                if b >= 0 and (oc > ob or (oc == ob and c > b)):
-                    continue
-                if oc < L or (oc == L and c < Li):
-                    continue
-                if oc + size[c] > cap or oc > hi[c]:
-                    continue
-                u = f_U2[d] if f_U1a[d] == c else f_U1[d]
-                if u <= oc:
-                    continue
-                if f_Fa[d] >= 0 and f_Fa[d] != c and (f_F[d] < oc or (f_F[d] == oc and f_Fa[d] < c)):
-                    continue
-                bad = False
-                for q in range(fx_ptr[c], fx_ptr[c + 1]):
-                    f = fx_idx[q]
-                    if (not placed[f] and fixed[f] < oc + size[c] and oc < fixed[f] + size[f]
-                            and _collide(c, oc, f, fixed[f], pp, ps0, ps1, py0, ph)):
-                        bad = True
-                        break
-                if bad:
-                    continue
-                b = c
-                ob = oc
+            b, ob = _next_candidate(st, a, rules, d, pool, cap)
             if b >= 0:
-                f_lo[d] = ob
-                f_i[d] = b
-            if b >= 0:
-                f_trail[d] = ttop
-                pt = f_pt[d] - 1
-                pool_top = f_pool[d]
-                # place b at ob
-                tk[ttop] = _PLACE
-                ti[ttop] = b
-                ttop += 1
-                placed[b] = True
-                offsets[b] = ob
-                if use_tt:
-                    hp1 ^= zob[0, b]
-                    hp2 ^= zob[1, b]
-                for q in range(_piece(pp, b, single), _piece(pp, b + 1, single)):
-                    t = ob + py0[q] + ph[q]
-                    for s in range(ps0[q], ps1[q]):
-                        v = floor[s]
-                        tk[ttop] = _FLOOR
-                        ti[ttop] = s
-                        tv[ttop] = v
-                        ttop += 1
-                        load[s] -= ph[q]
-                        if t > v:
-                            floor[s] = t
-                            if use_tt:
-                                hf1 ^= _word(zob[0, za + s], v) ^ _word(zob[0, za + s], t)
-                                hf2 ^= _word(zob[1, za + s], v) ^ _word(zob[1, za + s], t)
-                ncut = 0
-                for k in range(s0[b] + 1, s1[b]):
-                    cross[k] -= 1
-                    if cross[k] == 0:
-                        cuts[ncut] = k
-                        ncut += 1
-                hatless = True
-                t = ob + ph[_piece(pp, b, single)]
-                for q in range(nb_ptr[b], nb_ptr[b + 1]):
-                    c = nb_idx[q]
-                    if placed[c]:
-                        continue
-                    # one piece each: the spans overlap, so the pieces share a section (py0 == 0)
-                    tc = t if single else _shared_top(b, ob, c, pp, ps0, ps1, py0, ph)
-                    if tc == -_BIG:
-                        continue  # only the spans overlap (a gap): nothing of b lies under c
-                    hatless = False
-                    if mf[c] < tc:
-                        tk[ttop] = _MF
-                        ti[ttop] = c
-                        tv[ttop] = mf[c]
-                        ttop += 1
-                        mf[c] = tc
-                f_hat[d] = hatless
-                rem = f_cnt[d] - 1
-                parts = 1
-                if rem > 0 and ncut > 0:
-                    nmem = 0
-                    for q in range(ln):
-                        c = pool[st + q]
-                        if not placed[c]:
-                            members[nmem] = c
-                            nmem += 1
-                    if pool_top + nmem > pool.shape[0]:
-                        # grow rather than skip the split: what a subtree does may depend only on its state
-                        grown = np.empty(2 * pool.shape[0] + nmem, np.int64)
-                        grown[:pool_top] = pool[:pool_top]
-                        pool = grown
-                    pool_top, pt, parts = _push_split(members, nmem, cuts, ncut, s0, s1, floor, load, cap,
-                                                      pool, pool_top, pend_start, pend_len, pend_cnt, pend_L,
-                                                      pend_Li, pend_owner, pt, d, use_tt, zob, zc, pend_h1, pend_h2)
-                if rem > 0 and parts == 1:
-                    pend_start[pt] = st
-                    pend_len[pt] = ln
-                    pend_cnt[pt] = rem
-                    pend_L[pt] = ob
-                    pend_Li[pt] = b
-                    pend_owner[pt] = d
-                    pend_h1[pt] = f_c1[d] ^ zob[0, zc + b] if use_tt else 0
-                    pend_h2[pt] = f_c2[d] ^ zob[1, zc + b] if use_tt else 0
-                    pt += 1
+                pool = _place(st, a, rules, d, b, ob, pool, offsets, cap, single, use_tt, zob)
                 depth = d + 1
                 new_frame = True
                 continue
         # no (further) candidate here: the owner of this component tries its next choice
-        if f_rec[d]:
-            # this component has no completion from this state: remember it (newest first in the bucket)
-            k1 = f_k1[d]
-            k2 = f_k2[d]
-            at = 2 + 4 * (k1 & (nbk - 1))
-            if table[at] != k1 or table[at + 1] != k2:
-                table[at + 2] = table[at]
-                table[at + 3] = table[at + 1]
-                table[at] = k1
-                table[at + 1] = k2
-                table[1] += 1
-            f_rec[d] = False
-        o = f_owner[d]
+        _record(st, d, table)
+        o = st.f[d, _F_OWNER]
         if o < 0:
             return INFEASIBLE, nodes
         depth = o
-        if use_tt:
-            hp1 = f_hp1[o]
-            hp2 = f_hp2[o]
-            hf1 = f_hf1[o]
-            hf2 = f_hf2[o]
-        mark = f_trail[o]
-        while ttop > mark:
-            ttop -= 1
-            kind = tk[ttop]
-            x = ti[ttop]
-            if kind == _FLOOR:
-                floor[x] = tv[ttop]
-            elif kind == _MF:
-                mf[x] = tv[ttop]
-            else:
-                placed[x] = False
-                for q in range(_piece(pp, x, single), _piece(pp, x + 1, single)):
-                    for s in range(ps0[q], ps1[q]):
-                        load[s] += ph[q]
-                for k in range(s0[x] + 1, s1[x]):
-                    cross[k] += 1
+        _backtrack(st, a, o, single, use_tt)
+
 
 
 @njit(cache=True)

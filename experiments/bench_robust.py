@@ -1,0 +1,163 @@
+"""Robustness: how often planners pack generated instances at their capacity, and how fast.
+
+    python experiments/bench_robust.py [--seeds 70] [--families guillotine pinwheel perturbed]
+        [--planners search auto] [--time-limit 10] [--workers 2] [-o experiments/results/robust.md]
+
+Instances come from ``gen_instances`` (known optimum = the capacity, 1 MiB, for the cut families;
+perturbations of A-E may have none). Each planner decides "does a plan fit in 1 MiB?" (objective
+``feasible``); *solved* means a valid plan under the capacity or a proof that none exists. Planners
+run one after the other on each instance (side by side in one run: the machine is shared, so only
+figures from the same run compare). Time quantiles count an unsolved instance as slower than the
+limit (shown as ``>limit``). MiniMalloc runs too when available: ``MINIMALLOC_BIN`` (its command
+line solver, ``--capacity --input --output``) or the ``minimalloc`` Python module (OmniMalloc's
+wrapper needs it; OmniMalloc 1.0.0 does not ship it). The load average is printed before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from gen_instances import CELLS, FAMILIES, UNIT, instance
+
+from optplan.formats import write_text
+from optplan.planners import solve
+from optplan.problem import Problem
+from optplan.search import engine
+
+CAPACITY = CELLS * UNIT
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def minimalloc_runner() -> tuple[str, object] | None:
+    """How to run MiniMalloc here: ("bin", path), ("module", module) or None."""
+    path = os.environ.get("MINIMALLOC_BIN")
+    if path:
+        return "bin", path
+    try:
+        import minimalloc  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return "module", minimalloc
+
+
+def run_minimalloc(runner: tuple[str, object], problem: Problem, seconds: float) -> float | None:
+    """MiniMalloc's wall time to pack ``problem`` at the capacity, None if it did not within ``seconds``."""
+    kind, what = runner
+    t0 = time.perf_counter()
+    if kind == "module":
+        mm = what
+        buffers = [mm.Buffer(id=b.id, size=b.size, lifespan=mm.Lifespan(lower=b.start, upper=b.end))  # type: ignore[attr-defined]
+                   for b in problem.buffers]
+        params = mm.SolverParams()  # type: ignore[attr-defined]
+        params.timeout = math.ceil(seconds)
+        mp = mm.Problem(buffers=buffers)  # type: ignore[attr-defined]
+        mp.capacity = CAPACITY
+        ok = mm.Solver(params).solve(mp) is not None  # type: ignore[attr-defined]
+        return time.perf_counter() - t0 if ok else None
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = Path(tmp, "in.csv"), Path(tmp, "out.csv")
+        src.write_text("id,lower,upper,size\n" + "".join(f"{b.id},{b.start},{b.end},{b.size}\n" for b in problem.buffers))
+        try:
+            subprocess.run([str(what), f"--capacity={CAPACITY}", f"--input={src}", f"--output={dst}"],
+                           timeout=seconds, capture_output=True, check=False)
+        except subprocess.TimeoutExpired:
+            return None
+        return time.perf_counter() - t0 if dst.exists() and dst.stat().st_size > 0 else None
+
+
+def quantile(xs: list[float], q: float) -> float:
+    """The q-quantile (nearest rank) of ``xs``; inf for unsolved entries."""
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, math.ceil(q * len(xs)) - 1))]
+
+
+def fmt(x: float, limit: float) -> str:
+    return f">{limit:g}" if x == math.inf else f"{x:.2f}"
+
+
+def summary(label: str, times: list[float], limit: float) -> str:
+    solved = sum(t < math.inf for t in times)
+    return (f"| {label} | {len(times)} | {solved} ({100 * solved / len(times):.1f} %) | {fmt(quantile(times, 0.5), limit)} | "
+            f"{fmt(quantile(times, 0.9), limit)} | {fmt(max(times), limit)} |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=70, help="seeds per family")
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
+    ap.add_argument("--planners", nargs="+", default=["search", "auto"])
+    ap.add_argument("--time-limit", type=float, default=10.0)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("-o", "--output")
+    args = ap.parse_args(argv)
+    lines = ["```", "python " + " ".join(shlex.quote(a) for a in sys.argv), "```", ""]
+    t_start = time.perf_counter()
+    compile_s = engine.ensure_compiled()
+    runner = minimalloc_runner()
+    lines.append(f"numba kernels loaded in {compile_s:.2f} s (not counted); {os.cpu_count()} cores; "
+                 f"{args.workers} workers; limit {args.time_limit:g} s per instance and planner; "
+                 f"load average before: {load()}")
+    lines.append("MiniMalloc: " + ("not available (no MINIMALLOC_BIN, no minimalloc module): no ratios"
+                                   if runner is None else f"{runner[0]} {runner[1]}"))
+    print("\n".join(lines), flush=True)
+    planners = list(args.planners) + (["minimalloc"] if runner else [])
+    times: dict[tuple[str, str], list[float]] = {}
+    unsolved: dict[tuple[str, str], list[int]] = {}
+    ratios: dict[str, list[float]] = {}
+    for family in args.families:
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            problem = instance(family, seed)
+            row = {}
+            for planner in planners:
+                if planner == "minimalloc":
+                    t = run_minimalloc(runner, problem, args.time_limit)  # type: ignore[arg-type]
+                    t = math.inf if t is None else t
+                else:
+                    plan = solve(problem, planner, time_limit=args.time_limit, workers=args.workers, objective="feasible")
+                    ok = plan.found and plan.peak["mem"] <= CAPACITY or plan.status.value == "INFEASIBLE"
+                    t = plan.seconds if ok else math.inf
+                row[planner] = t
+                times.setdefault((family, planner), []).append(t)
+                if t == math.inf:
+                    unsolved.setdefault((family, planner), []).append(seed)
+            if runner:
+                for planner in args.planners:
+                    if row[planner] < math.inf and row["minimalloc"] < math.inf:
+                        ratios.setdefault(planner, []).append(row[planner] / row["minimalloc"])
+            print(f"{family} {seed} n={len(problem.buffers)} " + " ".join(f"{p}={fmt(row[p], args.time_limit)}" for p in planners),
+                  flush=True)
+    lines += ["", "| family / planner | instances | solved | median s | p90 s | max s |", "| --- | --- | --- | --- | --- | --- |"]
+    for planner in planners:
+        for family in args.families:
+            lines.append(summary(f"{family} / {planner}", times[family, planner], args.time_limit))
+        cut = [t for f in args.families if f != "perturbed" for t in times[f, planner]]
+        if cut and len(args.families) > 1:
+            lines.append(summary(f"guillotine+pinwheel / {planner}", cut, args.time_limit))
+        lines.append(summary(f"all / {planner}", [t for f in args.families for t in times[f, planner]], args.time_limit))
+    lines.append("")
+    for planner, rs in ratios.items():
+        lines.append(f"{planner} / MiniMalloc time ratio on {len(rs)} instances both packed: median {quantile(rs, 0.5):.2f}, "
+                     f"p90 {quantile(rs, 0.9):.2f}, max {max(rs):.2f}")
+    for (family, planner), seeds in sorted(unsolved.items()):
+        lines.append(f"unsolved {family} / {planner}: seeds {' '.join(map(str, seeds))}")
+    lines.append(f"load average after: {load()}; wall time {time.perf_counter() - t_start:.0f} s")
+    print("\n".join(lines[lines.index('| family / planner | instances | solved | median s | p90 s | max s |') - 1:]), flush=True)
+    if args.output:
+        write_text(args.output, "\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
