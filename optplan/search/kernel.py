@@ -54,6 +54,17 @@ lies below, nor after it, whose pieces all start above its old offset), so INFEA
   pieces changes any more), so its next unit comes no later than ``b`` in (offset, index) order:
   it was ``b`` or a candidate already tried.
 
+* tight (perfect-packing rules; they hold for every completion, not only the reference plan): a
+  section is *tight* when its floor plus its remaining load reaches ``cap``; its floor must then
+  be the bottom of some later piece, and later units lie at >= the next offset placed, so no
+  candidate goes above the lowest floor of a tight section;
+* valleys: in a run of sections at one floor with higher floors (or the component's ends) on both
+  sides, the units that can sit at that floor lie inside the run and are disjoint in time, and
+  every tight section of the run needs one: their spans must cover the run's tight sections
+  (``_valleys_fail``, single rectangles).
+
+Every rule is a switch (``Rules``; the order rule and the floors are the search itself).
+
 Failed-state table (a transposition table of failures). A frame whose candidates are exhausted
 (entry checks, hatless, or every candidate's subtree failed back to it) has found that its
 component cannot be completed from its state; the state's key is stored, and a frame entered
@@ -176,12 +187,12 @@ Arrays = namedtuple("Arrays", ["size", "s0", "s1", "pp", "ps0", "ps1", "py0", "p
                                "fixed", "nb_ptr", "nb_idx", "fx_ptr", "fx_idx", "twin", "nsec"])
 Arrays.__doc__ = "An ordering's static arrays (``search``'s docstring); ``nsec`` the number of sections."
 
-Rules = namedtuple("Rules", ["dominance", "sections", "lift", "twins", "decomposition", "hatless"])
+Rules = namedtuple("Rules", ["dominance", "sections", "lift", "twins", "decomposition", "hatless", "valleys", "tight"])
 Rules.__doc__ = """Pruning rules that can be switched off one by one (module docstring; MiniMalloc's
 ``SolverParams`` is the model). Each is sound on its own: switching any off changes node counts, never
 the answer. ``lift`` only sharpens the section check's thresholds. The order rule and the canonical
 floors are the search itself, not switches; the failed-state table is switched off by an empty ``table``."""
-ALL_RULES = Rules(True, True, True, True, True, True)
+ALL_RULES = Rules(True, True, True, True, True, True, True, True)
 
 # Frames: one row per depth, Pending: one row per component waiting to be searched (int64 columns).
 # A frame holds its component (pool slice, unplaced count, L and Li), its owner (the frame to return
@@ -190,10 +201,11 @@ ALL_RULES = Rules(True, True, True, True, True, True)
 # unit placed has no unplaced unit above it), and the failed-state table's component hash (C1, C2),
 # key (K1, K2) and whether to store the key when the frame fails (REC).
 (_F_START, _F_LEN, _F_CNT, _F_L, _F_LI, _F_OWNER, _F_PT, _F_POOL, _F_TRAIL, _F_I, _F_LO, _F_U1, _F_U1A, _F_U2, _F_F,
- _F_FA, _F_HAT, _F_REC, _F_C1, _F_C2, _F_K1, _F_K2, _F_HP1, _F_HP2, _F_HF1, _F_HF2, _NF) = range(27)
+ _F_FA, _F_HAT, _F_REC, _F_C1, _F_C2, _F_K1, _F_K2, _F_HP1, _F_HP2, _F_HF1, _F_HF2, _F_CEIL, _NF) = range(28)
 # a pending component: pool slice, unplaced count, L and Li, owner, member hashes
 _P_START, _P_LEN, _P_CNT, _P_L, _P_LI, _P_OWNER, _P_H1, _P_H2, _NP = range(9)
-Scratch = namedtuple("Scratch", ["cuts", "acc", "min1", "min1c", "min2", "ev", "lg", "rmax", "sel", "evb", "members"])
+Scratch = namedtuple("Scratch", ["cuts", "acc", "min1", "min1c", "min2", "ev", "lg", "rmax", "sel", "evb", "members",
+                                 "vst", "vend", "head", "nxt", "reach"])
 State = namedtuple("State", ["placed", "mf", "floor", "load", "cross", "tk", "ti", "tv", "reg", "f", "p", "w"])
 # reg: the scalars (trail top, pool top, pending top, placed-set and floor hashes, capacity words)
 _TTOP, _POOL, _PT, _HP1, _HP2, _HF1, _HF2, _HK1, _HK2 = range(9)
@@ -225,7 +237,8 @@ def _new_state(a, cap, use_tt, zob):
     w = Scratch(np.empty(nsec + 1, np.int64), np.zeros(nsec + 1, np.int64), np.empty(nsec + 1, np.int64),
                 np.empty(nsec + 1, np.int64), np.empty(nsec + 1, np.int64), np.empty(n, np.int64), lg,
                 np.empty((lg[nsec + 1] + 1, nsec + 1), np.int64), np.empty(n, np.int64), np.empty(n, np.int64),
-                np.empty(n, np.int64))
+                np.empty(n, np.int64), np.empty(nsec + 1, np.int64), np.empty(nsec + 1, np.int64),
+                np.empty(nsec + 1, np.int64), np.empty(n, np.int64), np.zeros(nsec + 1, np.bool_))
     reg = np.zeros(9, np.int64)
     if use_tt:
         za = _ZW * n + 1
@@ -444,6 +457,13 @@ def _bounds(st, a, rules, d, pool, cap):
         emin = min(emin, e)
         smin = min(smin, a_s0[c])
         smax = max(smax, a_s1[c])
+    ceil = _BIG
+    if rules.tight and not fails:
+        floor, load = st.floor, st.load
+        for s in range(smin, smax):
+            if load[s] > 0 and floor[s] + load[s] >= cap and floor[s] < ceil:
+                ceil = floor[s]
+    fr[d, _F_CEIL] = ceil
     if not rules.dominance:
         U1 = U2 = F = _BIG
         U1a = Fa = -1
@@ -574,6 +594,81 @@ def _sections_fail(st, a, rules, d, pool, cap, single, emin, smin, smax):
 
 
 @njit(cache=True, inline="always")
+def _valleys_fail(st, a, d, pool, cap, smin, smax):
+    """The valley check (single rectangles only). A section is *tight* when its floor plus the
+    load still to come reaches ``cap``: every completion stacks that load from the floor up with
+    no room to spare, so some unit starts exactly at the floor there. In a *valley* (a maximal run
+    of sections at one floor ``f`` whose neighbours in the component are higher, or its ends) a unit
+    at offset ``f`` lies wholly inside the valley, and those units are disjoint in time: the
+    valley's sections must be covered by disjoint spans of unplaced units that fit inside it and
+    may sit at ``f``, except for sections that are not tight (they may stay empty at ``f``). If no
+    such cover reaches the valley's end, no completion exists, whatever the order of placement:
+    the check depends only on floors, loads and the placed set (the failed-state table's key)."""
+    floor, load, placed, mf = st.floor, st.load, st.placed, st.mf
+    vst, vend, head, nxt, reach = st.w.vst, st.w.vend, st.w.head, st.w.nxt, st.w.reach
+    a_s0, a_s1, a_size, a_mod, a_res, a_fixed, a_hi = a.s0, a.s1, a.size, a.mod, a.res, a.fixed, a.hi
+    fr = st.f
+    checked = False
+    s = smin
+    while s < smax:
+        e = s + 1
+        while e < smax and floor[e] == floor[s]:
+            e += 1
+        tight = False
+        for k in range(s, e):
+            vst[k] = s
+            head[k] = -1
+            if load[k] > 0 and floor[k] + load[k] >= cap:
+                tight = True
+        if tight and (s == smin or floor[s - 1] > floor[s]) and (e == smax or floor[e] > floor[s]):
+            vend[s] = e
+            checked = True
+        else:
+            vend[s] = -1
+        s = e
+    if not checked:
+        return False
+    st0 = fr[d, _F_START]
+    for p in range(fr[d, _F_LEN]):
+        c = pool[st0 + p]
+        if placed[c] or a_s1[c] <= a_s0[c]:
+            continue
+        k0 = a_s0[c]
+        r = vst[k0]
+        f = floor[k0]
+        if vend[r] < 0 or a_s1[c] > vend[r] or f + a_size[c] > cap or f > a_hi[c]:
+            continue
+        if (a_fixed[c] if a_fixed[c] >= 0 else _align(mf[c], a_mod[c], a_res[c])) != f:
+            continue
+        nxt[c] = head[k0]
+        head[k0] = c
+    s = smin
+    while s < smax:
+        e = vend[s]
+        if e < 0:
+            s += 1
+            while s < smax and vst[s] != s:
+                s += 1
+            continue
+        for k in range(s, e + 1):
+            reach[k] = False
+        reach[s] = True
+        for k in range(s, e):
+            if not reach[k]:
+                continue
+            if not (load[k] > 0 and floor[k] + load[k] >= cap):
+                reach[k + 1] = True  # may stay empty at the floor
+            c = head[k]
+            while c >= 0:
+                reach[a_s1[c]] = True
+                c = nxt[c]
+        if not reach[e]:
+            return True
+        s = e
+    return False
+
+
+@njit(cache=True, inline="always")
 def _next_candidate(st, a, rules, d, pool, cap):
     """The next candidate of frame ``d`` in (offset, index) order after the last one tried, at
     its lowest legal offset: (unit, offset), unit -1 when none is left."""
@@ -606,6 +701,8 @@ def _next_candidate(st, a, rules, d, pool, cap):
             continue
         if oc + a_size[c] > cap or oc > a_hi[c]:
             continue
+        if oc > fr[d, _F_CEIL]:
+            continue  # a tight section's floor would stay a hole
         u = fr[d, _F_U2] if fr[d, _F_U1A] == c else fr[d, _F_U1]
         if u <= oc:
             continue
@@ -830,6 +927,8 @@ def search(a, rules, cap, node_limit, stop, offsets, table, zob):
             exhausted = _enter(st, a, d, table, use_tt, zob)
             fails, emin, smin, smax = _bounds(st, a, rules, d, pool, cap)
             exhausted = exhausted or fails
+            if not exhausted and rules.valleys and single:
+                exhausted = _valleys_fail(st, a, d, pool, cap, smin, smax)
             if not exhausted and rules.sections:
                 exhausted = _sections_fail(st, a, rules, d, pool, cap, single, emin, smin, smax)
         elif rules.hatless and st.f[d, _F_HAT]:
