@@ -76,7 +76,7 @@ class Counting:
 
 def kernels(old: types.ModuleType) -> dict[str, tuple[Counting, int | None]]:
     """name -> (engine kernel stand-in, table slots)."""
-    return {"before (no table)": (Counting(lambda *a: old.search(*a[:-2])), 0),
+    return {"before (no table)": (Counting(lambda *a: old.search(*a[0], *a[2:-2])), 0),  # its flat arguments
             "table": (Counting(kernel.search), None)}
 
 
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     engine.ensure_compiled()
     inst0 = instance("A")[1]
     for o in engine.orderings(inst0)[:1]:  # compile the old kernel outside the timings
-        old.search(*o.args, np.int64(1 << 40), np.int64(10), np.zeros(1, np.int64), np.zeros(inst0.n, np.int64))
+        old.search(*o.arrays, np.int64(1 << 40), np.int64(10), np.zeros(1, np.int64), np.zeros(inst0.n, np.int64))
     ks = kernels(old)
     out(f"{os.cpu_count()} cores shared with other sessions; load average before: {load()}; {args.workers} workers; "
         f"kernel before the table: git {BEFORE}", "")
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
                 table = engine.table_of(o, slots)
                 h0 = int(table[0][0]) if len(table[0]) else 0
                 t0 = time.perf_counter()
-                _, nn = k._search(*o.args, cap, np.int64(args.budget), np.zeros(1, np.int64),
+                _, nn = k._search(o.arrays, engine.RULES, cap, np.int64(args.budget), np.zeros(1, np.int64),
                                   np.zeros(inst.n, np.int64), *table)
                 sec += time.perf_counter() - t0
                 nodes += nn
