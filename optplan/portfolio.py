@@ -11,6 +11,7 @@ units fixed) while time is left. The merged plan goes back through the registry'
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections.abc import Callable
@@ -36,7 +37,7 @@ from optplan.solvers.cpsat import (
 )
 from optplan.solvers.reduce import Choice, Part, Reduction, merge, reduce, settle
 
-HEURISTIC_SHARE = 0.25  # of the time limit, for all heuristics together
+HEURISTIC_SHARE = 0.25  # deterministic mode: the time limit's share counted for the heuristics (parts get the rest)
 # of a single-memory part's time, for the exact search engine when it is registered (CP-SAT and LNS
 # get the rest): on minimalloc/D in 20 s, 0.8 gave 1.0498 x the bound and 0.4 gave 1.0644; equal in 60 s
 SEARCH_SHARE = 0.8
@@ -73,16 +74,21 @@ def _value(plan: Plan) -> tuple[int, float]:
 
 
 @planner("auto", clocks=True)
-def auto(problem: Problem, time_limit: float | None = None, workers: int = 2, seed: int = 0,
+def auto(problem: Problem, time_limit: float | None = None, workers: int | None = None, seed: int = 0,
          objective: Objective | str | None = None, deterministic: bool = False, progress=None) -> Result:
-    """Heuristics -> best as warm start -> exact search engine / CP-SAT / LNS per part."""
+    """Heuristics -> best as warm start -> exact search engine / CP-SAT / LNS per part; never
+    worse than the best heuristic (its plan is returned when the rest does not beat it).
+
+    ``workers`` (default: every core) run the heuristics side by side and the solvers' threads."""
     t0 = time.perf_counter()
     objective = Objective.parse(objective, problem)
+    workers = workers or os.cpu_count() or 1
     if time_limit is not None:  # keep time to merge and validate the plan (about 1 s per 30k buffers)
         time_limit = max(time_limit - min(0.1 * time_limit, 0.2 + 1e-4 * len(problem.buffers)), 0.0)
     settings = Settings(workers, seed, deterministic)
-    heur, errors = run_heuristics(problem, None if time_limit is None else time_limit * HEURISTIC_SHARE, seed,
-                                  deterministic)
+    # every constructive heuristic always runs; the improving ones only when the peak matters
+    # (at a capacity in feasibility mode the exact search answers sooner)
+    heur, errors = run_heuristics(problem, seed, deterministic, workers, improve=objective.optimizes)
     best = min(heur, key=_value) if heur else None
     stats: dict[str, object] = {"heuristics": {p.planner: p.objective_value for p in heur}}
     if errors:
@@ -98,12 +104,12 @@ def auto(problem: Problem, time_limit: float | None = None, workers: int = 2, se
     if problem.concurrent:  # vector clocks: the pairwise CP-SAT model; the search is routed around
         return _auto_clocks(problem, best, objective, time_limit, t0, workers, seed, stats)
     elastic = best is None or not best.found
-    if elastic and _elastic_ok(problem):
-        # every heuristic hit a capacity: descend from a plan without capacities instead
+    if elastic and _elastic_ok(problem) and objective.optimizes:
+        # every heuristic hit a capacity: descend from a plan without capacities instead (in
+        # feasibility mode the search answers the capacity question directly, sooner: B 10.2 s -> ~1 s)
         relaxed = Problem(problem.buffers, tuple(replace(m, capacity=None) for m in problem.memories),
                           problem.relative, dict(problem.metadata))
-        left = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.0)
-        rheur, _ = run_heuristics(relaxed, None if left is None else left * HEURISTIC_SHARE, seed, deterministic)
+        rheur, _ = run_heuristics(relaxed, seed, deterministic, workers, improve=objective.optimizes)
         rbest = min(rheur, key=_value) if rheur else None
         stats["elastic_start"] = None if rbest is None else f"{rbest.planner}: {rbest.objective_value}"
         red = reduce(relaxed, Objective(Goal.MIN_PEAK))
@@ -126,9 +132,17 @@ def auto(problem: Problem, time_limit: float | None = None, workers: int = 2, se
     red = reduce(problem, objective)
     merged = _solve_parts(red, best, time_limit, t0, settings, objective, seed, progress)
     merged.stats.update(stats, **_capped(settings))
-    if merged.placements is None and best is not None and best.found and not merged.proven_infeasible:
-        return Result(best.placements, bound=best.lower_bound, message=merged.message, stats=merged.stats)
+    if best is not None and best.found and not merged.proven_infeasible and (
+            merged.placements is None
+            or objective.value(problem, merged.placements) > objective.value(problem, best.placements)):
+        merged.stats["kept_heuristic"] = best.planner  # nothing after it did better
+        return Result(best.placements, bound=_max_bound(merged.bound, best.lower_bound), message=merged.message,
+                      stats=merged.stats)
     return merged
+
+
+def _max_bound(a: dict[str, int] | None, b: dict[str, int]) -> dict[str, int]:
+    return {m: max(v, (a or {}).get(m, 0)) for m, v in b.items()}
 
 
 def _capped(settings: Settings) -> dict[str, int]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_compiled import problems as compiled_problems
 from test_cpsat import check_exact, problems
 
 from optplan import planners, portfolio
@@ -145,3 +147,18 @@ def test_a_bound_the_search_member_proved_is_kept(monkeypatch) -> None:
     assert plan.stats.get("fake-search_status") == "FEASIBLE"
     assert goals == [{m: lower_bounds(p).lower[m]}]  # a single part: good enough at the memory's bound
     assert plan.status == Status.OPTIMAL and plan.peak[m] == optimum and plan.lower_bound[m] == optimum
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(compiled_problems(max_buffers=16), st.sampled_from([0.01, 0.2, 1.0]))
+def test_auto_never_worse_than_any_of_its_heuristics(monkeypatch, problem: Problem, limit: float) -> None:
+    """Whatever the time limit, auto's plan is at least as good as each heuristic's alone (the
+    improving one given time to stop on its own patience in both runs, so the load cannot
+    decide)."""
+    monkeypatch.setattr(heuristics_run, "IMPROVING_DEFAULT", 60.0)
+    alone = [solve(problem, n, time_limit=60.0) for n in planners.heuristic_names()]
+    found = [p.objective_value for p in alone if p.found]
+    plan = solve(problem, "auto", time_limit=limit, workers=2)
+    if found:
+        assert plan.found and plan.objective_value <= min(found), (plan.objective_value, min(found), plan.message)

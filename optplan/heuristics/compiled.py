@@ -243,7 +243,7 @@ def _add(base, size, l, r, y0, y1, meta, lo, hi, used):
     return lo, hi, used
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # threads of the portfolio run heuristics side by side
 def _pack(order, size, n_mem, p_ptr, p_l, p_r, p_y0, p_y1, low, high, top, fixed,
           m_ptr, m_mem, m_mod, m_res, capacity, policy):
     """Place units in ``order``; returns (offset, memory index) per unit and the failed unit or -1."""
@@ -318,7 +318,7 @@ def _reuse(base, size, band, u, obj_base, obj_size, nobj, m, r, p_ptr, p_l, p_r,
     return _NONE
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _banked(order, size, n_mem, band, p_ptr, p_l, p_r, p_y0, p_y1, low, high, m_ptr, m_mem, m_mod,
             m_res, capacity):
     """``banked_greedy`` without pinned units: (offset, memory index) per unit, failed unit or -1."""
