@@ -88,7 +88,8 @@ def auto(problem: Problem, time_limit: float | None = None, workers: int | None 
     settings = Settings(workers, seed, deterministic)
     # every constructive heuristic always runs; the improving ones only when the peak matters
     # (at a capacity in feasibility mode the exact search answers sooner)
-    heur, errors = run_heuristics(problem, seed, deterministic, workers, improve=objective.optimizes)
+    heur, errors = run_heuristics(problem, seed, deterministic, workers, improve=objective.optimizes,
+                                  seconds=time_limit)
     best = min(heur, key=_value) if heur else None
     stats: dict[str, object] = {"heuristics": {p.planner: p.objective_value for p in heur}}
     if errors:
@@ -109,7 +110,8 @@ def auto(problem: Problem, time_limit: float | None = None, workers: int | None 
         # feasibility mode the search answers the capacity question directly, sooner: B 10.2 s -> ~1 s)
         relaxed = Problem(problem.buffers, tuple(replace(m, capacity=None) for m in problem.memories),
                           problem.relative, dict(problem.metadata))
-        rheur, _ = run_heuristics(relaxed, seed, deterministic, workers, improve=objective.optimizes)
+        left = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.0)
+        rheur, _ = run_heuristics(relaxed, seed, deterministic, workers, improve=objective.optimizes, seconds=left)
         rbest = min(rheur, key=_value) if rheur else None
         stats["elastic_start"] = None if rbest is None else f"{rbest.planner}: {rbest.objective_value}"
         red = reduce(relaxed, Objective(Goal.MIN_PEAK))

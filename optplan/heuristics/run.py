@@ -24,12 +24,13 @@ def improving(name: str) -> bool:
 
 
 def run_heuristics(problem: Problem, seed: int = 0, deterministic: bool = False, workers: int = 1,
-                   improve: bool = True) -> tuple[list[Plan], dict[str, str]]:
+                   improve: bool = True, seconds: float | None = None) -> tuple[list[Plan], dict[str, str]]:
     """Every constructive heuristic, always (compiled, they cost about a second on 60k buffers),
     on ``workers`` threads (the compiled kernels release the GIL); then, if ``improve``, the
     improving ones (hill-climb) one after the other, each with a budget set by what the
-    constructive ones cost: as much again, and at least what it takes when run on its own (so
-    a portfolio starting from these plans is never worse than a heuristic run alone).
+    constructive ones cost: as much again, but no more than half of what is left of ``seconds``,
+    and always at least what it takes when run on its own (so a portfolio starting from these
+    plans is never worse than a heuristic run alone).
 
     Plans come back in registry order whatever finished first. A heuristic that raises is
     reported in the second value instead of sinking the portfolio.
@@ -63,5 +64,6 @@ def run_heuristics(problem: Problem, seed: int = 0, deterministic: bool = False,
         if deterministic:
             one(name, iterations=max(5, DETERMINISTIC_STEPS // max(len(problem.units), 1)))
             continue
-        one(name, time_limit=max(IMPROVING_DEFAULT, cost))
+        left = None if seconds is None else seconds - (time.perf_counter() - t0)
+        one(name, time_limit=max(IMPROVING_DEFAULT, cost if left is None else min(cost, left / 2)))
     return [results[n] for n in names if n in results], errors
