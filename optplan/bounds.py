@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from optplan.clocks import clique_bound
-from optplan.problem import Problem, Unit
+from optplan.problem import INT64_MAX, Problem, Unit
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,8 @@ def peak_load(start: np.ndarray, end: np.ndarray, size: np.ndarray) -> tuple[int
     """Max over time of the summed sizes of intervals ``[start, end)``, and the first step where it occurs."""
     if len(start) == 0:
         return 0, None
+    if int(size.max()) > INT64_MAX // len(size):  # int64 sums might wrap: exact Python integers
+        return _exact_peak_load(start.tolist(), end.tolist(), size.tolist())
     times = np.concatenate([start, end])
     delta = np.concatenate([size, -size])
     # at equal times, ends (negative deltas) come first: half-open intervals
@@ -39,6 +41,15 @@ def peak_load(start: np.ndarray, end: np.ndarray, size: np.ndarray) -> tuple[int
     load = np.cumsum(delta[order])
     i = int(np.argmax(load))
     return int(load[i]), int(times[order][i])
+
+
+def _exact_peak_load(start: list[int], end: list[int], size: list[int]) -> tuple[int, int | None]:
+    best, at, live = 0, None, 0
+    for t, d in sorted([*zip(start, size), *zip(end, [-x for x in size])]):  # ends first at equal times
+        live += d
+        if live > best:
+            best, at = live, t
+    return best, at
 
 
 def _pieces(units: list[Unit], rounding: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -50,7 +61,7 @@ def _pieces(units: list[Unit], rounding: int = 1) -> tuple[np.ndarray, np.ndarra
     for u in units:
         for a, b, y0, y1 in u.pieces:
             size = y1 - y0
-            rounded = -(-size // rounding) * rounding
+            rounded = min(-(-size // rounding) * rounding, INT64_MAX)  # capped: still a lower bound
             slack = max(slack, rounded - size)
             t0.append(a), t1.append(b), h.append(rounded)
     return np.array(t0, np.int64), np.array(t1, np.int64), np.array(h, np.int64), slack

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -38,6 +39,23 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2
         err.print(f"{self.prog}: error: {message} (see {self.prog} --help)", markup=False)
         raise SystemExit(EXIT_USAGE)
+
+
+def _option(name: str, parse: type[int] | type[float], seconds: bool = False) -> Callable[[str], object]:
+    """An argparse type: the value is parsed, then checked as ``optplan.solve`` checks it
+    (``seconds``: a time limit, which on the command line must be more than 0)."""
+    def convert(text: str) -> object:
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {'an integer' if parse is int else 'a number'}: {text!r}") from None
+        why = planners.option_error(name, value)
+        if seconds and not (math.isfinite(value) and value > 0):
+            why = "must be a finite number of seconds > 0"
+        if why:
+            raise argparse.ArgumentTypeError(f"{why}, got {text!r}")
+        return value
+    return convert
 
 
 def _bytes(n: int | None) -> str:
@@ -108,7 +126,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    problem = read_problem(args.problem)
+    problem = _load(args)  # --capacity: check a plan for MiniMalloc's fixed-capacity problems
     placements = read_placements(args.plan, problem)
     violations = validate(problem, placements)
     if args.json:
@@ -318,9 +336,10 @@ def _parser() -> argparse.ArgumentParser:
     problem_arg(s)
     s.add_argument("-o", "--output", help="write the plan: .json (optplan) or .csv (MiniMalloc, one memory)")
     s.add_argument("--planner", default="auto", help="planner name (see `optplan planners`); default: auto")
-    s.add_argument("--time-limit", type=float, default=None, help="seconds, model building included")
-    s.add_argument("--workers", type=int, default=None, help="solver threads")
-    s.add_argument("--seed", type=int, default=None, help="random seed")
+    s.add_argument("--time-limit", type=_option("time_limit", float, seconds=True), default=None,
+                   help="seconds (finite, > 0), model building included")
+    s.add_argument("--workers", type=_option("workers", int), default=None, help="solver threads (1 to 1024)")
+    s.add_argument("--seed", type=_option("seed", int), default=None, help="random seed (0 to 2^31-1)")
     s.add_argument("--deterministic", action="store_true",
                    help="repeatable results: solver time in deterministic units, every heuristic run")
     _objective_arg(s)
@@ -328,7 +347,7 @@ def _parser() -> argparse.ArgumentParser:
     s.set_defaults(run=cmd_solve, output_kind="plan")
 
     s = sub.add_parser("validate", help="check a plan against a problem")
-    problem_arg(s, capacity=False)
+    problem_arg(s)
     s.add_argument("plan", help="plan file: .json or .csv (id,lower,upper,size,offset)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(run=cmd_validate)
@@ -370,8 +389,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("paths", nargs="+", metavar="PATH", help="problem files, or directories of .json/.csv problems")
     s.add_argument("--capacity", type=int, help="cap single-memory problems at N bytes")
     s.add_argument("--planners", help="comma-separated planner names (default: all heuristics)")
-    s.add_argument("--time-limit", type=float, default=None, help="budget for planners that search (e.g. hill-climb)")
-    s.add_argument("--seed", type=int, default=None)
+    s.add_argument("--time-limit", type=_option("time_limit", float, seconds=True), default=None,
+                   help="budget for planners that search (e.g. hill-climb)")
+    s.add_argument("--seed", type=_option("seed", int), default=None)
     s.add_argument("--json", action="store_true", help="print a JSON list, one plan object per run")
     s.set_defaults(run=cmd_compare)
 
@@ -379,14 +399,15 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("paths", nargs="+", metavar="PATH", help="problem files, or directories of .json/.csv problems")
     s.add_argument("-o", "--output", dest="out_dir", required=True, metavar="DIR", help="directory for runs.csv, summary.md, plots")
     s.add_argument("--planners", help="comma-separated planner names (default: every heuristic and auto)")
-    s.add_argument("--time-limit", type=float, default=60.0, help="seconds per run (default 60)")
+    s.add_argument("--time-limit", type=_option("time_limit", float, seconds=True), default=60.0,
+                   help="seconds per run (default 60)")
     s.add_argument("--memory", action="append", metavar="SPEC",
                    help="replace every problem's memories: NAME[:CAPACITY][:align=N], fastest first, repeatable")
     s.add_argument("--executor", choices=("local", "dask"), default="local",
                    help="local process pool (default) or dask.distributed (pip install 'optplan[dask]')")
     s.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler, e.g. tcp://host:8786 (default: a LocalCluster)")
     s.add_argument("--jobs", type=int, default=None, help="runs at a time (default: one per core)")
-    s.add_argument("--workers", type=int, default=1, help="solver threads of each run (default 1)")
+    s.add_argument("--workers", type=_option("workers", int), default=1, help="solver threads of each run (default 1)")
     s.set_defaults(run=cmd_study)
 
     s = sub.add_parser("plot", help="draw a plan (time x address per memory) to PNG/SVG/PDF/HTML")

@@ -9,11 +9,14 @@ validator rejects raises PlannerBug; it never reaches the caller.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from os import PathLike
 
 from optplan.bounds import lower_bounds
 from optplan.errors import OptplanError, PlannerBug
@@ -151,11 +154,64 @@ def get(name: str) -> Callable[..., Plan]:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise OptplanError(f"unknown planner {name!r}; known planners: {', '.join(_REGISTRY)}") from None
+        close = difflib.get_close_matches(name, list(_REGISTRY), n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"known planners: {', '.join(_REGISTRY)}"
+        raise OptplanError(f"unknown planner {name!r}; {hint}") from None
 
 
 def solve(problem: Problem, planner: str = "auto", **options: object) -> Plan:
-    """Run the named planner, passing only the options it accepts (e.g. ``time_limit``)."""
+    """Run the named planner, passing only the options it accepts (e.g. ``time_limit``).
+
+    An option no planner knows, or a value of the wrong type or range, raises OptplanError: a
+    typo must not silently run without it. An option another planner takes is dropped."""
+    if not isinstance(problem, Problem):
+        hint = "; read a file with optplan.formats.read_problem(path)" if isinstance(problem, (str, PathLike)) else ""
+        raise OptplanError(f"solve() takes a Problem, got {type(problem).__name__} {problem!r:.60}{hint}")
     fn = get(planner)
+    known = {"objective"}.union(*(f.options for f in _REGISTRY.values()))  # type: ignore[attr-defined]
+    for name, value in options.items():
+        check_option(name, value, known)
     accepted = fn.options  # type: ignore[attr-defined]
     return fn(problem, **{k: v for k, v in options.items() if (k in accepted or k == "objective") and v is not None})
+
+
+MAX_SEED, MAX_WORKERS = 2**31 - 1, 1024  # CP-SAT's seed is a 32-bit integer; more threads is a typo
+
+
+def _real(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _whole(v: object, lo: int, hi: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+
+# option -> (is the value fine, what it must be); None always is (the planner's default)
+_OPTIONS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "time_limit": (lambda v: _real(v) and math.isfinite(v) and v >= 0,  # type: ignore[arg-type,operator]
+                   "a finite number of seconds >= 0"),
+    "seed": (lambda v: _whole(v, 0, MAX_SEED), f"an integer from 0 to {MAX_SEED} (2^31-1)"),
+    "workers": (lambda v: _whole(v, 1, MAX_WORKERS), f"an integer from 1 to {MAX_WORKERS}"),
+    "iterations": (lambda v: _whole(v, 1, 2**63 - 1), "a positive integer"),
+    "objective": (lambda v: isinstance(v, Objective) or v in Objective.NAMES, "one of " + ", ".join(map(repr, Objective.NAMES))),
+    "deterministic": (lambda v: isinstance(v, bool), "True or False"),
+    "progress": (callable, "a function taking a dict"),
+}
+
+
+def check_option(name: str, value: object, known: set[str] | None = None) -> None:
+    """Raise OptplanError (one line) if ``name`` is no planner's option or ``value`` is not one
+    it can take."""
+    if known is not None and name not in known:
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; options: {', '.join(sorted(known))}"
+        raise OptplanError(f"unknown option {name!r}{hint}")
+    why = option_error(name, value)
+    if why:
+        raise OptplanError(f"option {name}={value!r:.60}: {why}")
+
+
+def option_error(name: str, value: object) -> str | None:
+    """What is wrong with ``value`` for option ``name`` ('must be ...'), or None."""
+    ok, what = _OPTIONS.get(name, (lambda v: True, ""))
+    return None if value is None or ok(value) else f"must be {what}"

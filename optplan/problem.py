@@ -21,6 +21,10 @@ from optplan.errors import ProblemError
 # for scalar lifetimes read ints; only Problem.concurrent ones see tuples.
 Time = Any
 
+# Every size, time, offset and every sum of them (live loads, peaks) must fit a signed 64-bit
+# integer: the planners, numpy and the solvers compute in int64.
+INT64_MAX = 2**63 - 1
+
 
 @dataclass(frozen=True)
 class Memory:
@@ -191,10 +195,14 @@ class Problem:
         object.__setattr__(self, "_mems", mems)
         object.__setattr__(self, "streams", _streams(self))
         object.__setattr__(self, "_units", _build_units(self))
+        _check_live_load(self.buffers)
 
     # -- lookups ---------------------------------------------------------------------------
     def buffer(self, buffer_id: str) -> Buffer:
         return self._by_id[buffer_id]  # type: ignore[attr-defined]
+
+    def has_buffer(self, buffer_id: str) -> bool:
+        return buffer_id in self._by_id  # type: ignore[attr-defined]
 
     def memory(self, name: str) -> Memory:
         return self._mems[name]  # type: ignore[attr-defined]
@@ -289,6 +297,27 @@ def _is_int(x: object) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
+def _check_range(where: str, values: Iterable[tuple[str, object]]) -> None:
+    """Integers must lie in [-2^63, 2^63 - 1] (non-integers are reported by the other checks)."""
+    for name, v in values:
+        if _is_int(v) and not -INT64_MAX - 1 <= v <= INT64_MAX:  # type: ignore[operator]
+            raise ProblemError(f"{where}: field '{name}': {v} does not fit a 64-bit integer (at most 2^63-1)")
+
+
+def _check_live_load(buffers: tuple[Buffer, ...]) -> None:
+    """The bytes live at one time (all memories together) must fit int64. Exact in Python
+    integers; the sweep runs only when the sizes together exceed 2^63-1."""
+    if sum(b.size for b in buffers) <= INT64_MAX or any(isinstance(b.start, tuple) for b in buffers):
+        return  # (vector clocks order steps only partly: their loads are the clocks module's)
+    events = sorted((t, d, i) for i, b in enumerate(buffers) if b.size for t, d in ((b.start, 1), (b.end, -1)))
+    load = 0
+    for t, d, i in events:  # ends (-1) sort before starts at equal times: half-open lifetimes
+        load += d * buffers[i].size
+        if load > INT64_MAX:
+            raise ProblemError(f"buffer {buffers[i].id!r}: field 'size': with it the live load at step {t} is "
+                               f"{load} bytes, more than 2^63-1")
+
+
 def _check_memories(memories: tuple[Memory, ...]) -> None:
     if not memories:
         raise ProblemError("problem: field 'memories': at least one memory is required")
@@ -300,6 +329,7 @@ def _check_memories(memories: tuple[Memory, ...]) -> None:
         if m.name in seen:
             raise ProblemError(f"{where}: field 'name': duplicate memory name")
         seen.add(m.name)
+        _check_range(where, ((f, getattr(m, f)) for f in ("capacity", "alignment", "weight", "base_address")))
         if m.capacity is not None and (not _is_int(m.capacity) or m.capacity < 0):
             raise ProblemError(f"{where}: field 'capacity': must be a non-negative integer or null, got {m.capacity!r}")
         if not _is_int(m.alignment) or m.alignment < 1:
@@ -326,6 +356,7 @@ def _check_buffer(b: Buffer, mems: Mapping[str, Memory]) -> None:
     for name in ("size", "alignment"):
         if not _is_int(getattr(b, name)):
             raise ProblemError(f"{where}: field '{name}': must be an integer, got {getattr(b, name)!r}")
+    _check_range(where, ((f, getattr(b, f)) for f in ("size", "start", "end", "alignment", "fixed_offset", "hint_offset")))
     if b.size < 0:
         raise ProblemError(f"{where}: field 'size': must be >= 0, got {b.size}")
     if isinstance(b.start, tuple) or isinstance(b.end, tuple):
@@ -336,6 +367,8 @@ def _check_buffer(b: Buffer, mems: Mapping[str, Memory]) -> None:
                 raise ProblemError(f"{where}: field '{name}': must be an integer, got {getattr(b, name)!r}")
         if b.start >= b.end:
             raise ProblemError(f"{where}: field 'end': lifetime [{b.start}, {b.end}) is empty (start must be < end)")
+        if b.end - b.start > INT64_MAX:
+            raise ProblemError(f"{where}: field 'end': lifetime [{b.start}, {b.end}) is longer than 2^63-1 steps")
     if b.alignment < 1:
         raise ProblemError(f"{where}: field 'alignment': must be >= 1, got {b.alignment}")
     if b.gaps != ():
@@ -359,6 +392,8 @@ def _check_buffer(b: Buffer, mems: Mapping[str, Memory]) -> None:
     if b.fixed_offset is not None:
         if not _is_int(b.fixed_offset) or b.fixed_offset < 0:
             raise ProblemError(f"{where}: field 'fixed_offset': must be a non-negative integer, got {b.fixed_offset!r}")
+        if b.fixed_offset + b.size > INT64_MAX:
+            raise ProblemError(f"{where}: field 'fixed_offset': {b.fixed_offset} + size {b.size} passes 2^63-1")
         targets = [b.fixed_memory] if b.fixed_memory is not None else usable
         for m in targets:
             mem = mems[m]
@@ -418,6 +453,7 @@ def _check_gaps(b: Buffer, where: str) -> None:
             raise ProblemError(f"{where}: must hold Gap(start, end, window) entries, got {g!r}")
         if not _is_int(g.start) or not _is_int(g.end):
             raise ProblemError(f"{where}: start and end must be integers, got {g.start!r} and {g.end!r}")
+        _check_range(where, (("start", g.start), ("end", g.end)))
         span = f"gap [{g.start}, {g.end})"
         if g.start >= g.end:
             raise ProblemError(f"{where}: {span} is empty (start must be < end)")
@@ -509,6 +545,7 @@ def _grouped_units(p: Problem) -> tuple[Unit, ...]:
             raise ProblemError(f"{where}: field 'relative.base': unknown buffer {r.base!r}")
         if not _is_int(r.delta):
             raise ProblemError(f"{where}: field 'relative.delta': must be an integer, got {r.delta!r}")
+        _check_range(where, (("relative.delta", r.delta),))
         if r.buffer == r.base:
             raise ProblemError(f"{where}: field 'relative.base': a buffer cannot be placed relative to itself")
         if r.buffer in parent:
@@ -543,6 +580,9 @@ def _grouped_units(p: Problem) -> tuple[Unit, ...]:
             raise ProblemError(f"buffer {culprit!r}: field 'relative': no memory is allowed for it and its base {root!r} together")
         low = min(rel for _, rel in members)
         high = max(rel + b.size for b, rel in members)
+        if high - low > INT64_MAX:
+            raise ProblemError(f"buffer {culprit!r}: field 'relative.delta': it and its base {root!r} span "
+                               f"{high - low} bytes, more than 2^63-1")
         fixed: int | None = None
         for b, rel in members:
             if b.fixed_offset is not None:

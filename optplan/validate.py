@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit
 
 from optplan.plan import Placement
-from optplan.problem import Buffer, Problem
+from optplan.problem import INT64_MAX, Buffer, Problem
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,9 @@ def validate(problem: Problem, placements: dict[str, Placement], limit: int = 10
             out.append(Violation("allowed", b.id, f"memory {p.memory!r} is not allowed for it"))
         if not isinstance(p.offset, (int, np.integer)) or p.offset < 0:
             out.append(Violation("capacity", b.id, f"offset {p.offset!r} is not a non-negative integer"))
+            continue
+        if p.offset + b.size > INT64_MAX:
+            out.append(Violation("capacity", b.id, f"[{p.offset}, {p.offset + b.size}) passes 2^63-1"))
             continue
         if mem.capacity is not None and p.offset + b.size > mem.capacity:
             out.append(Violation("capacity", b.id, f"[{p.offset}, {p.offset + b.size}) exceeds capacity {mem.capacity} of {p.memory!r}"))
@@ -86,8 +89,8 @@ def _overlaps(problem: Problem, placements: dict[str, Placement], mems: dict, li
     roots = _relative_roots(problem)
     out: list[Violation] = []
     for name in mems:
-        bufs = [b for b in problem.buffers
-                if b.size > 0 and b.id in placements and placements[b.id].memory == name]
+        bufs = [b for b in problem.buffers if b.size > 0 and b.id in placements and placements[b.id].memory == name
+                and isinstance(placements[b.id].offset, (int, np.integer)) and 0 <= placements[b.id].offset <= INT64_MAX - b.size]
         if len(bufs) < 2:
             continue
         bufs.sort(key=lambda b: b.start)

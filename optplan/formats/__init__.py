@@ -22,7 +22,7 @@ def _ext(path: str | Path) -> str:
 
 def _read(path: str | Path) -> str:
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8-sig")  # a leading BOM is dropped
     except FileNotFoundError:
         raise FormatError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:
@@ -54,7 +54,7 @@ def read_plan_file(path: str | Path, problem: Problem) -> tuple[dict[str, Placem
     if ext == ".csv":
         if len(problem.memories) != 1:
             raise FormatError(f"{path}: a CSV plan holds one memory but the problem has {len(problem.memories)}")
-        return minimalloc_csv.placements_from_csv(text, problem.memories[0].name, str(path)), None
+        return minimalloc_csv.placements_from_csv(text, problem.memories[0].name, str(path), problem), None
     doc = native_json.plan_document(text, str(path))
     return native_json.placements_of(doc), {k: v for k, v in doc.items() if k != "placements"}
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from optplan.errors import FormatError, ProblemError
 from optplan.plan import Placement, Plan
-from optplan.problem import Buffer, Gap, Memory, Problem
+from optplan.problem import INT64_MAX, Buffer, Gap, Memory, Problem
 
 _KNOWN = {"id", "lower", "upper", "size", "alignment", "hint", "offset", "gaps"}
 _ALIASES = {"begin": "lower", "start": "lower", "end": "upper", "buffer": "id", "buffer_id": "id"}  # as MiniMalloc reads them
@@ -27,7 +27,7 @@ _GAP = re.compile(r"(-?\d+)-(-?\d+)(?:@(-?\d+):(-?\d+))?")
 
 def _rows(text: str, source: str) -> tuple[list[str], list[tuple[int, dict[str, str]]], bool]:
     """Canonical column names, (line, row) pairs keyed by them, and whether ``end`` is inclusive."""
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    reader = csv.DictReader(io.StringIO(text.removeprefix("\ufeff"), newline=""))  # a BOM, as Excel writes
     header = [h.strip() for h in (reader.fieldnames or [])]
     if not header:
         raise FormatError(f"{source}: empty file (expected a header line 'id,lower,upper,size')")
@@ -54,10 +54,18 @@ def _int(row: dict[str, str], field: str, line: int, source: str, optional: bool
     text = row.get(field, "")
     if text == "" and optional:
         return None
+    where = f"{source}: line {line} (buffer {row.get('id', '')!r}): field '{field}'"
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
-        raise FormatError(f"{source}: line {line} (buffer {row.get('id', '')!r}): field '{field}': not an integer: {text!r}") from None
+        raise FormatError(f"{where}: not an integer: {text[:40]!r}") from None
+    if not -INT64_MAX - 1 <= value <= INT64_MAX:
+        raise FormatError(f"{where}: {value} does not fit a 64-bit integer (at most 2^63-1)")
+    return value
+
+
+def _default(value: int | None, default: int) -> int:
+    return default if value is None else value
 
 
 def _gaps(row: dict[str, str], line: int, source: str, inclusive: bool) -> tuple[Gap, ...]:
@@ -122,7 +130,7 @@ def problem_from_csv(text: str, source: str = "<csv>") -> Problem:
         start, end = _int(row, "lower", line, source), _int(row, "upper", line, source) + inclusive  # type: ignore[operator]
         buffers.append(Buffer(
             row["id"], _int(row, "size", line, source), start, end,  # type: ignore[arg-type]
-            alignment=_int(row, "alignment", line, source, optional=True) or 1,
+            alignment=_default(_int(row, "alignment", line, source, optional=True), 1),  # 0 is an error, as in JSON
             fixed_offset=_int(row, "offset", line, source, optional=True),
             hint_offset=_int(row, "hint", line, source, optional=True),
             gaps=_gaps(row, line, source, inclusive),
@@ -162,8 +170,28 @@ def plan_to_csv(problem: Problem, plan: Plan) -> str:
     return out.getvalue()
 
 
-def placements_from_csv(text: str, memory: str, source: str = "<csv>") -> dict[str, Placement]:
-    header, rows, _ = _rows(text, source)
+def placements_from_csv(text: str, memory: str, source: str = "<csv>", problem: Problem | None = None) -> dict[str, Placement]:
+    """A plan's offsets; each row's ``lower,upper,size`` must match ``problem``'s buffer (a plan
+    for another problem is an error), and an id may appear once."""
+    header, rows, inclusive = _rows(text, source)
     if "offset" not in header:
         raise FormatError(f"{source}: missing required column offset (a plan CSV is id,lower,upper,size,offset)")
-    return {row["id"]: Placement(memory, _int(row, "offset", line, source)) for line, row in rows}  # type: ignore[misc]
+    out: dict[str, Placement] = {}
+    for line, row in rows:
+        bid = row["id"]
+        if bid in out:
+            raise FormatError(f"{source}: line {line} (buffer {bid!r}): field 'id': duplicate id")
+        if problem is not None and problem.has_buffer(bid):
+            _agrees(problem.buffer(bid), row, line, source, inclusive)
+        out[bid] = Placement(memory, _int(row, "offset", line, source))  # type: ignore[arg-type]
+    return out
+
+
+def _agrees(b: Buffer, row: dict[str, str], line: int, source: str, inclusive: bool) -> None:
+    expected = {"lower": b.start, "upper": b.end - inclusive, "size": b.size}
+    for field, want in expected.items():
+        got = _int(row, field, line, source)
+        if got != want:
+            column = "end" if field == "upper" and inclusive else field
+            raise FormatError(f"{source}: line {line} (buffer {b.id!r}): field '{column}': {got} in the plan but "
+                              f"{want} in the problem (a plan for another problem?)")

@@ -43,11 +43,26 @@ def _describe(doc: Any, path: list) -> str:
     return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path) if path else "document"
 
 
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are distinct (json.loads would keep the last of two silently)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise ValueError(f"key {twice!r} appears twice in one object")
+    return out
+
+
 def _load(text: str, source: str) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique)
     except json.JSONDecodeError as e:
         raise FormatError(f"{source}: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except RecursionError:
+        raise FormatError(f"{source}: not read: arrays or objects nested too deeply") from None
+    except ValueError as e:  # e.g. an integer of more than 4300 digits
+        why = str(e).split(";")[0]  # not the advice to call sys.set_int_max_str_digits
+        raise FormatError(f"{source}: not read: {why}") from None
 
 
 def problem_from_json(text: str, source: str = "<json>") -> Problem:

@@ -422,7 +422,13 @@ class Arrays:
         if len(first):
             self.start[sized] = np.minimum.reduceat(self.p_t0, first)
             self.end[sized] = np.maximum.reduceat(self.p_t1, first)
-            self.area[sized] = np.add.reduceat((self.p_t1 - self.p_t0) * (self.p_y1 - self.p_y0), first)
+            spans, heights = self.p_t1 - self.p_t0, self.p_y1 - self.p_y0
+            rough = np.add.reduceat(spans.astype(np.float64) * heights, first)
+            if rough.max() >= 2.0**62:  # int64 products would wrap: areas only order units, floats do
+                self.area = self.area.astype(np.float64)
+                self.area[sized] = rough
+            else:
+                self.area[sized] = np.add.reduceat(spans * heights, first)
 
 
 _CACHE: weakref.WeakKeyDictionary[Problem, Arrays] = weakref.WeakKeyDictionary()

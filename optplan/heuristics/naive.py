@@ -9,7 +9,7 @@ from __future__ import annotations
 from optplan.heuristics.packer import Packer, Pinned
 from optplan.plan import Placement
 from optplan.planners import Result, planner
-from optplan.problem import Problem
+from optplan.problem import INT64_MAX, Problem
 
 
 @planner("naive", clocks=True)
@@ -26,7 +26,7 @@ def naive(problem: Problem) -> Result:
         for memory in u.memories:
             o = pinned.above(u, memory, cursor[memory])
             cap = packer.capacity[memory]
-            if cap is None or o + u.high <= cap:
+            if o + u.high <= (INT64_MAX if cap is None else cap):  # stacking may pass what int64 holds
                 for bid, rel in u.members:
                     packer.placements[bid] = Placement(memory, o + rel)
                 if u.pieces:

@@ -93,6 +93,11 @@ class Instance:
 
 def unsupported(problem: Problem) -> str | None:
     """Why the search cannot take this problem on its own, or None."""
+    reach = sum(u.height + max(m for m, _ in u.modulus.values()) for u in problem.units)
+    area = max((u.height * (u.end - u.start) for u in problem.units), default=0)
+    if reach >= NO_LIMIT // 2 or area >= 1 << 62:  # offsets and areas stay far from int64's end
+        return (f"the buffers' sizes add up to {reach} bytes, and one covers {area} bytes x steps; the search "
+                "kernel computes offsets below 2^60 and areas below 2^62")
     for u in problem.units:
         if len(u.memories) > 1:
             return (f"buffer {u.root!r} may go to several memories; the search planner handles problems "
