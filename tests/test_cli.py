@@ -12,6 +12,10 @@ from optplan.formats import read_placements, read_problem
 from optplan.validate import validate
 
 
+# a plan for minimalloc/example.12.csv with every buffer at offset 0 (rows as in the problem)
+EVERY_BUFFER_AT_0 = "id,lower,upper,size,offset\nb1,0,3,4,0\nb2,3,9,4,0\nb3,0,9,4,0\nb4,9,21,4,0\nb5,0,21,4,0\n"
+
+
 def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     o, e = capsys.readouterr()
@@ -56,7 +60,7 @@ def test_validate_bounds_info_convert(shared: Path, tmp_path: Path, capsys: pyte
     assert code == 0 and "VALID" in o
     # corrupt the plan: every buffer at offset 0
     bad = tmp_path / "bad.csv"
-    bad.write_text("id,lower,upper,size,offset\n" + "".join(f"{b},0,1,4,0\n" for b in ("b1", "b2", "b3", "b4", "b5")))
+    bad.write_text(EVERY_BUFFER_AT_0)
     code, o, _ = run(capsys, "validate", str(src), str(bad))
     assert code == 1 and "overlap" in o and "INVALID" in o
     code, o, _ = run(capsys, "bounds", str(src), "--json")
@@ -81,7 +85,7 @@ def test_info_counts_live_bytes_without_gaps(tmp_path: Path, capsys: pytest.Capt
     (["solve", "EX", "--planner", "nope"], "optplan: error: unknown planner 'nope'; known planners: "),
     (["solve", "EX", "--capacity", "-5"], "optplan: error: --capacity must be >= 0, got -5\n"),
     (["solve"], "optplan solve: error: the following arguments are required: problem (see optplan solve --help)\n"),
-    (["solve", "EX", "--time-limit", "soon"], "optplan solve: error: argument --time-limit: invalid float value: 'soon' (see optplan solve --help)\n"),
+    (["solve", "EX", "--time-limit", "soon"], "optplan solve: error: argument --time-limit: not a number: 'soon' (see optplan solve --help)\n"),
     (["frobnicate"], "optplan: error: argument command: invalid choice: 'frobnicate'"),
 ])
 def test_bad_input_one_line_exit_2(shared: Path, capsys: pytest.CaptureFixture, argv: list[str], message: str) -> None:
@@ -118,6 +122,6 @@ def test_plot_writes_a_picture_of_valid_plans_only(shared: Path, tmp_path: Path,
     code, _, _ = run(capsys, "plot", str(src), str(tmp_path / "plan.csv"), "-o", str(tmp_path / "layout.png"))
     assert code == 0 and (tmp_path / "layout.png").read_bytes()[:4] == b"\x89PNG"
     bad = tmp_path / "bad.csv"
-    bad.write_text("id,lower,upper,size,offset\n" + "".join(f"{b},0,1,4,0\n" for b in ("b1", "b2", "b3", "b4", "b5")))
+    bad.write_text(EVERY_BUFFER_AT_0)
     code, o, _ = run(capsys, "plot", str(src), str(bad), "-o", str(tmp_path / "bad.png"))
     assert code == 1 and "INVALID" in o and not (tmp_path / "bad.png").exists()

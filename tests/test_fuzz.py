@@ -1,0 +1,136 @@
+"""Fuzzing the readers and the command line: any input gives a Problem (or a parsed command) or
+one OptplanError line, never another exception. Derandomized with fixed example counts, so CI
+repeats the same inputs (about 10 s in all)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from optplan.bounds import lower_bounds
+from optplan.cli import _parser
+from optplan.errors import OptplanError
+from optplan.formats import read_placements, read_problem
+from optplan.problem import Buffer, Problem
+
+FUZZ = settings(max_examples=200, derandomize=True, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+DIR = Path(tempfile.mkdtemp(prefix="optplan-fuzz-"))  # one directory for every example
+PLAN_FOR = Problem((Buffer("a", 4, 0, 2), Buffer("b", 4, 1, 3)))
+
+# integers that reach every edge: small, negative, around 2^31, 2^63 and past them
+EDGE_INTS = st.one_of(st.integers(-3, 40), st.sampled_from([2**31 - 1, 2**31, 2**62, 2**63 - 1, 2**63, 2**64, -(2**63) - 1]),
+                      st.integers())
+CELL = st.one_of(EDGE_INTS.map(str), st.sampled_from(["", " ", "x", "1.5", "1e3", "0-2", "1-3@0:2", "0-1 2-3", "\ufeff", '"a,b"']),
+                 st.text(max_size=6))
+COLUMNS = ["id", "lower", "upper", "size", "alignment", "hint", "offset", "gaps", "begin", "end", "start", "buffer", "buffer_id"]
+
+
+def read_bytes(data: bytes, ext: str) -> Problem | None:
+    path = DIR / f"fuzz{ext}"
+    path.write_bytes(data)
+    try:
+        problem = read_problem(path)
+        lower_bounds(problem)  # sums over what was read must hold too
+        return problem
+    except OptplanError as e:
+        assert "\n" not in str(e).strip() and str(e).startswith(str(path))
+        return None
+
+
+@FUZZ
+@given(st.binary(max_size=200))
+def test_any_bytes_as_csv_or_json(data: bytes) -> None:
+    read_bytes(data, ".csv")
+    read_bytes(data, ".json")
+
+
+@st.composite
+def csv_text(draw: st.DrawFn) -> str:
+    """Mostly well-formed MiniMalloc files (so that the checks after parsing are reached too)."""
+    required = ["id", draw(st.sampled_from(["lower", "begin", "start"])), draw(st.sampled_from(["upper", "end"])), "size"]
+    extra = draw(st.lists(st.sampled_from(["alignment", "hint", "offset", "gaps"]), unique=True, max_size=2))
+    header = draw(st.one_of(st.permutations(required + extra), st.lists(st.sampled_from(COLUMNS), min_size=1, max_size=6)))
+    small = st.integers(0, 12).map(str)
+    cell = st.one_of(small, small, small, CELL)
+    ids = st.sampled_from(["a", "b", "c", ""])
+    rows = draw(st.lists(st.lists(cell, min_size=len(header) - 1, max_size=len(header) + 1), max_size=5))
+    for r in rows:  # an id where the header has it, most of the time
+        if "id" in header and header.index("id") < len(r) and draw(st.integers(0, 9)):
+            r[header.index("id")] = draw(ids)
+    newline = draw(st.sampled_from(["\n", "\r\n"]))
+    bom = draw(st.sampled_from(["", "\ufeff"]))
+    return bom + newline.join([",".join(header)] + [",".join(r) for r in rows]) + newline
+
+
+@FUZZ
+@given(csv_text())
+def test_csv_shaped_text(text: str) -> None:
+    read_bytes(text.encode("utf-8", "surrogatepass"), ".csv")
+    path = DIR / "plan.csv"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    try:
+        read_placements(path, PLAN_FOR)
+    except OptplanError:
+        pass
+
+
+JSON_VALUE = st.one_of(EDGE_INTS, st.sampled_from([None, True, 1.5, -0.0, "", "m", "a", [], ["m"], ["x", 1], {}, {"start": 0},
+                                                    [{"start": 0, "end": 1}], [{"start": 1, "end": 2, "window": [0, 1]}],
+                                                    [{"start": 0, "end": 1, "window": [2, 1]}], [[[]]]]))
+BUFFER = st.fixed_dictionaries({"id": st.one_of(st.sampled_from(["a", "b", "c"]), JSON_VALUE), "size": EDGE_INTS,
+                                "start": EDGE_INTS, "end": EDGE_INTS},
+                               optional={k: JSON_VALUE for k in ("alignment", "allowed", "blocked", "fixed_memory",
+                                                                 "fixed_offset", "hint_memory", "hint_offset", "gaps")}
+                               | {"alignment": EDGE_INTS, "fixed_offset": EDGE_INTS, "fixed_memory": st.sampled_from(["m", "n", "x"])})
+MEMORY = st.fixed_dictionaries({"name": st.sampled_from(["m", "n", ""])},
+                               optional={"capacity": st.one_of(st.none(), EDGE_INTS), "alignment": EDGE_INTS,
+                                         "weight": st.one_of(st.none(), EDGE_INTS), "base_address": EDGE_INTS})
+RELATIVE = st.fixed_dictionaries({"buffer": st.sampled_from(["a", "b", "c"]), "base": st.sampled_from(["a", "b", "c"]),
+                                  "delta": EDGE_INTS})
+
+
+@FUZZ
+@given(st.lists(BUFFER, max_size=4), st.lists(MEMORY, max_size=3), st.lists(RELATIVE, max_size=2), st.booleans())
+def test_json_shaped_documents(buffers: list, memories: list, relative: list, with_memories: bool) -> None:
+    doc: dict = {"format": "optplan-problem", "version": 1, "buffers": buffers, "relative": relative}
+    if with_memories:
+        doc["memories"] = memories
+    read_bytes(json.dumps(doc).encode(), ".json")
+
+
+ARGS = st.one_of(
+    st.sampled_from(["solve", "compare", "validate", "bounds", "info", "convert", "plot", "extract", "export-model",
+                     "import-solution", "planners", "-o", "--output", "--planner", "--time-limit", "--workers", "--seed",
+                     "--capacity", "--objective", "--json", "--deterministic", "--planners", "--alignment",
+                     "--plan-inputs", "--no-plan-outputs", "-h", "--", "p.csv", "x.json", "min-peak", "auto"]),
+    EDGE_INTS.map(str), st.sampled_from(["nan", "inf", "-inf", "1e400", "0.5", "-0", "1_000", " 3", "٣"]), st.text(max_size=5))
+
+
+@FUZZ
+@given(argv=st.lists(ARGS, max_size=8))
+def test_cli_argument_parsing(argv: list[str], capsys: pytest.CaptureFixture) -> None:
+    """A parsed command has checked values; anything else exits 2 (0 for --help) with one line."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as e:
+        err = capsys.readouterr().err
+        assert e.code == 0 or (e.code == 2 and len(err.strip().splitlines()) == 1), (e.code, err)
+        return
+    capsys.readouterr()
+    limit = getattr(args, "time_limit", None)
+    assert limit is None or 0 < limit < float("inf")
+    assert getattr(args, "seed", None) is None or 0 <= args.seed < 2**31
+    assert getattr(args, "workers", None) is None or 1 <= args.workers <= 1024
+
+
+def teardown_module() -> None:
+    for p in DIR.iterdir():
+        p.unlink()
+    os.rmdir(DIR)
