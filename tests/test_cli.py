@@ -11,7 +11,6 @@ from optplan.cli import main
 from optplan.formats import read_placements, read_problem
 from optplan.validate import validate
 
-
 # a plan for minimalloc/example.12.csv with every buffer at offset 0 (rows as in the problem)
 EVERY_BUFFER_AT_0 = "id,lower,upper,size,offset\nb1,0,3,4,0\nb2,3,9,4,0\nb3,0,9,4,0\nb4,9,21,4,0\nb5,0,21,4,0\n"
 
