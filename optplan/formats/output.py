@@ -6,8 +6,9 @@ found only after minutes of solving, and the plan lost.
 
 ``atomic_output`` writes a new file beside the target and renames it over the target only once
 it is complete and fsynced. On Linux the new file has no name until then (``O_TMPFILE``), so a
-process killed mid-write (even by SIGKILL) leaves at most the old file; elsewhere a hidden
-``.NAME.*.tmp`` is used and removed on every failure the process survives. A new file gets the
+process killed mid-write (even by SIGKILL) leaves at most the old file (only a kill in the
+microseconds between naming the finished file and the rename can leave a hidden ``.NAME.*.tmp``);
+elsewhere such a hidden file is written instead and removed on every failure the process survives. A new file gets the
 umask's permissions (0644 under umask 022); an overwritten one keeps its mode. A symlink at the
 path is written through: its target is replaced and the link stays.
 """
