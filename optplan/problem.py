@@ -344,7 +344,8 @@ def _plain(b: Buffer) -> bool:
     """A buffer that ``_check_buffer`` passes for certain, tested cheaply: only its plain fields
     set, each valid (a million buffers are checked in a second instead of five)."""
     return (type(b.size) is int and type(b.start) is int and type(b.end) is int and type(b.alignment) is int
-            and type(b.id) is str and b.id != "" and 0 <= b.size and b.start < b.end and b.alignment >= 1
+            and type(b.id) is str and b.id != "" and 0 <= b.size <= INT64_MAX and b.start < b.end
+            and -INT64_MAX <= b.start and b.end <= INT64_MAX and b.end - b.start <= INT64_MAX and 1 <= b.alignment <= INT64_MAX
             and b.gaps == () and b.allowed is None and b.blocked == () and b.fixed_memory is None
             and b.fixed_offset is None and b.hint_memory is None and b.hint_offset is None)
 
