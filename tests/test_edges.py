@@ -162,6 +162,9 @@ def test_csv_with_a_bom_and_alignment_zero(tmp_path: Path) -> None:
     (tmp_path / "a0.csv").write_text("id,lower,upper,size,alignment\na,0,1,4,0\nb,0,1,4,\n")
     with pytest.raises(ProblemError, match="buffer 'a': field 'alignment': must be >= 1, got 0"):
         read_problem(tmp_path / "a0.csv")
+    (tmp_path / "a0.csv").write_text("id,lower,upper,size,alignment\na,0,1,4,2\nb,0,1,4,0\n")  # the bulk reader's kind
+    with pytest.raises(ProblemError, match="buffer 'b': field 'alignment': must be >= 1, got 0"):
+        read_problem(tmp_path / "a0.csv")
     (tmp_path / "a1.csv").write_text("id,lower,upper,size,alignment\nb,0,1,4,\n")
     assert read_problem(tmp_path / "a1.csv").buffer("b").alignment == 1  # an empty cell is the default
 

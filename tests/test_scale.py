@@ -15,7 +15,7 @@ from optplan.validate import _any_overlap
 
 @pytest.mark.parametrize("text", [
     "id,lower,upper,size\n1,0,2,41473\nb,1,3,7\n",
-    "buffer,begin,end,size,alignment\r\n1, 0,2,64,8\r\nx,1,3,7,0\r\n",
+    "buffer,begin,end,size,alignment\r\n1, 0,2,64,8\r\nx,1,3,7,1\r\n",
     "id,start,upper,size\n1,0,2,+5\n2,3,4,0",
 ])
 def test_plain_csv_read_in_bulk_as_the_general_reader(text: str, monkeypatch) -> None:

@@ -112,7 +112,7 @@ def _plain_buffers(text: str) -> list[Buffer] | None:
     ids = [s.strip() for s in cells[canonical.index("id")::len(header)]]
     upper = [u + 1 for u in cols["upper"]] if "end" in header else cols["upper"]
     if "alignment" in cols:
-        return [Buffer(i, z, s, e, alignment=a or 1)
+        return [Buffer(i, z, s, e, alignment=a)  # 0 is an error, as in the general reader and JSON
                 for i, s, e, z, a in zip(ids, cols["lower"], upper, cols["size"], cols["alignment"])]
     return [Buffer(i, z, s, e) for i, s, e, z in zip(ids, cols["lower"], upper, cols["size"])]
 
