@@ -57,13 +57,18 @@ def _pieces(units: list[Unit], rounding: int = 1) -> tuple[np.ndarray, np.ndarra
 
     Returns the largest rounding slack too: only the topmost buffer escapes the rounding.
     """
-    t0, t1, h, slack = [], [], [], 0
+    t0: list[int] = []
+    t1: list[int] = []
+    h: list[int] = []
+    slack = 0
     for u in units:
         for a, b, y0, y1 in u.pieces:
             size = y1 - y0
             rounded = min(-(-size // rounding) * rounding, INT64_MAX)  # capped: still a lower bound
             slack = max(slack, rounded - size)
-            t0.append(a), t1.append(b), h.append(rounded)
+            t0.append(a)
+            t1.append(b)
+            h.append(rounded)
     return np.array(t0, np.int64), np.array(t1, np.int64), np.array(h, np.int64), slack
 
 
@@ -85,7 +90,7 @@ def _lower_bounds(problem: Problem) -> Bounds:
     step: dict[str, int | None] = {m: None for m in names}
 
     for u in units:
-        bounded = [cap[m] for m in u.memories if cap[m] is not None]
+        bounded = [c for c in (cap[m] for m in u.memories) if c is not None]
         if len(bounded) == len(u.memories) and u.height > max(bounded):
             return Bounds(lower, step, f"buffer {u.root!r} needs {u.height} bytes; no memory it may use is that large")
         if u.fixed_offset is not None and len(u.memories) == 1 and u.pieces:
@@ -151,7 +156,7 @@ def _fixed_conflict(problem: Problem) -> str | None:
     """Two units pinned to the same memory and offset range at the same time cannot both exist."""
     fixed = [u for u in problem.units if u.fixed_offset is not None and len(u.memories) == 1 and u.pieces]
     for a, b in itertools.combinations(fixed, 2):
-        if a.memories != b.memories:
+        if a.memories != b.memories or a.fixed_offset is None or b.fixed_offset is None:
             continue
         if problem.concurrent and b.root not in problem.conflicts[a.root]:
             continue

@@ -12,6 +12,7 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from rich import box
 from rich.console import Console
@@ -36,7 +37,7 @@ if not out.is_terminal:  # logs and pipes: never truncate a column
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         err.print(f"{self.prog}: error: {message} (see {self.prog} --help)", markup=False)
         raise SystemExit(EXIT_USAGE)
 
@@ -168,8 +169,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     problem = _load(args)
     bufs = problem.buffers
     rects = [r for b in bufs for r in b.footprint()]  # bytes in use over time: gaps excluded
-    load, step = peak_load(*(np.array([r[k] for r in rects], np.int64) for k in (0, 1)),
-                           np.array([r[3] - r[2] for r in rects], np.int64))
+    start, end = (np.array([r[k] for r in rects], np.int64) for k in (0, 1))
+    load, step = peak_load(start, end, np.array([r[3] - r[2] for r in rects], np.int64))
     if problem.concurrent:  # vector clocks: the heaviest set of pairwise concurrent buffers
         from optplan.clocks import clique_bound
 
@@ -432,8 +433,13 @@ def _parser() -> argparse.ArgumentParser:
     s.set_defaults(run=cmd_import_solution, output_kind="plan")
 
     s = sub.add_parser("planners", help="list the registered planners")
-    s.set_defaults(run=lambda args: (out.print("\n".join(planners.names()), markup=False), EXIT_OK)[1])
+    s.set_defaults(run=cmd_planners)
     return p
+
+
+def cmd_planners(args: argparse.Namespace) -> int:
+    out.print("\n".join(planners.names()), markup=False)
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

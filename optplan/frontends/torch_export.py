@@ -250,8 +250,8 @@ class _Walk:
         val = node.meta.get("val")
         if node.target is operator.getitem:
             src, k = node.args[0], node.args[1]
-            elems = of.get(src.name, [])
-            s = elems[k] if isinstance(k, int) and k < len(elems) else None
+            parts = of.get(src.name, [])
+            s = parts[k] if isinstance(k, int) and k < len(parts) else None
             of[node.name] = [s]
             if s is not None:
                 self.claimed.setdefault(prefix + src.name, {}).setdefault(k, prefix + node.name)

@@ -111,8 +111,7 @@ def banked_greedy_reference(problem: Problem) -> Result:
     for i in order:
         u = units[i]
         if not u.pieces:  # stores nothing: the lowest legal offset of the fastest memory that allows it
-            memory = next((m for m in u.memories if packer.capacity[m] is None
-                           or u.lowest_offset(m) + u.high <= packer.capacity[m]), None)
+            memory = packer.extent_fits(u)
             if memory is None:
                 return Result(None, message=f"could not place buffer {u.root!r}: no memory has room for its extent")
             for bid, rel in u.members:

@@ -84,7 +84,7 @@ def hill_climb(problem: Problem, time_limit: float | None = None, iterations: in
                 best = trial
                 since = 0
             order, result, value = candidate, trial, trial_value
-    stats = {"iterations": steps, "improvements": improvements}
+    stats: dict[str, object] = {"iterations": steps, "improvements": improvements}
     if best.placements is None:
         return Result(None, message=f"{best.message} (after {steps} hill-climbing steps)", stats=stats)
     return Result(best.placements, message=f"{steps} steps, {improvements} improvements", stats=stats)

@@ -22,7 +22,7 @@ def _fields(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
 
 def _sorted(units: list[Unit], *keys: np.ndarray) -> list[Unit]:
     """Units sorted by ``keys`` (first key most significant, ascending), ties by unit order."""
-    idx = np.lexsort((np.arange(len(units)),) + tuple(reversed(keys))) if units else []
+    idx: np.ndarray | list[int] = np.lexsort((np.arange(len(units)),) + tuple(reversed(keys))) if units else []
     return [units[i] for i in idx]
 
 

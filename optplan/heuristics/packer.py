@@ -165,6 +165,12 @@ class Packer:
         self.placements: dict[str, Placement] = {}
         self.top = {m: 0 for m in problem.memory_names}
 
+    def extent_fits(self, unit: Unit) -> str | None:
+        """The fastest memory allowed to a unit that stores nothing whose capacity covers the unit's
+        extent at its lowest legal offset (None: none does)."""
+        return next((m for m in unit.memories
+                     if (cap := self.capacity[m]) is None or unit.lowest_offset(m) + unit.high <= cap), None)
+
     def _free(self, unit: Unit, memory: str) -> tuple[np.ndarray, np.ndarray, int]:
         """Free root offsets ignoring capacity and alignment: bounded gaps ``[lo, hi]`` in
         increasing order, and the lowest offset of the unbounded region above everything."""

@@ -50,20 +50,20 @@ def recycle(problem: Problem) -> Result:
         if u.fixed_offset is not None:
             continue
         if not u.pieces:  # nothing to store: the lowest legal offset
-            memory = next((m for m in u.memories if packer.capacity[m] is None
-                           or u.lowest_offset(m) + u.high <= packer.capacity[m]), None)
+            memory = packer.extent_fits(u)
             if memory is None:
                 return Result(None, message=f"could not place buffer {u.root!r}: no memory has room for its extent")
             put(u, memory, u.lowest_offset(memory))
             continue
         while busy and busy[0][0] <= u.start:  # slots whose user has ended return to the free lists
-            _, tie, slot = heapq.heappop(busy)
-            insort(free[slot.memory], (slot.size, tie, slot))
+            _, tie, freed = heapq.heappop(busy)
+            insort(free[freed.memory], (freed.size, tie, freed))
         placed = False
         for memory in u.memories:
             m, r = u.modulus[memory]
             pool = free[memory]
             i = bisect_left(pool, (u.height,))
+            slot: _Slot | None = None
             while i < len(pool):  # smallest adequate slot where the unit's root lands aligned
                 slot = pool[i][2]
                 if (slot.base - u.low - r) % m == 0:

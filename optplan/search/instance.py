@@ -215,7 +215,7 @@ def ordered(inst: Instance, name: str, perm: np.ndarray) -> Ordered:
     for r in range(n):
         if fixed[r] >= 0:
             continue
-        key = (int(size[r]), int(s0[r]), int(s1[r]), int(mod[r]), int(res[r]), int(lo[r]))
+        key: tuple[int, ...] = (int(size[r]), int(s0[r]), int(s1[r]), int(mod[r]), int(res[r]), int(lo[r]))
         if npc[r] > 1:  # twins share the whole footprint
             key += tuple(int(v) for q in range(pp[r], pp[r + 1]) for v in (ps0[q], ps1[q], py0[q], ph[q]))
         twin[r] = last.get(key, -1)
