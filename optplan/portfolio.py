@@ -11,6 +11,7 @@ units fixed) while time is left. The merged plan goes back through the registry'
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import time
@@ -195,7 +196,7 @@ def _solve_parts(red: Reduction, best: Plan | None, time_limit: float | None, t0
         elif objective.optimizes and len(part.memories) == 1:
             caps = {part.memories[0]: floor[part.memories[0]] // part.scale}
         results[i] = solve_part(part, share, settings, objective, incumbent, seed,
-                                lambda r, i=i: tracker.update(i, r), goal=caps)
+                                functools.partial(tracker.update, i), goal=caps)
         tracker.update(i, results[i])
         if results[i].proven_infeasible:
             break
@@ -398,7 +399,7 @@ def lns(part: Part, incumbent: list[Choice], settings: Settings, objective: Obje
             touch |= (starts < units[i].end) & (units[i].start < ends)
         touch[free] = False
         fixed = {int(i): cur[i] for i in np.flatnonzero(touch)}
-        region_top = {}
+        region_top: dict[str, int] = {}
         for i in free:
             m = cur[i][0]
             region_top[m] = max(region_top.get(m, 0), tops[i])
@@ -412,7 +413,7 @@ def lns(part: Part, incumbent: list[Choice], settings: Settings, objective: Obje
             new = list(cur)
             for i, c in zip(pm.active, out.choices):
                 new[i] = c
-            new_top = {}
+            new_top: dict[str, int] = {}
             for i in free:
                 m = new[i][0]
                 new_top[m] = max(new_top.get(m, 0), new[i][1] + units[i].top)

@@ -211,7 +211,7 @@ def decide(ords: list[Ordered], n: int, cap: int, clock: Clock, stop: np.ndarray
 
 def _child(ords: list[Ordered], n: int, cap: int, clock: Clock, flag: object, conn: object, exact: bool,
            slots: int | None) -> None:
-    stop = np.frombuffer(flag, dtype=np.int64)  # type: ignore[arg-type]
+    stop = np.frombuffer(flag, dtype=np.int64)  # type: ignore[call-overload]
     out = decide(ords, n, cap, clock, stop, exact, slots)
     if out.status == kernel.FOUND or (exact and out.status == kernel.INFEASIBLE):
         stop[0] = 1

@@ -119,11 +119,11 @@ class PartModel:
         # peak horizon per memory: capacity, else everything stacked above the fixed units
         fixed_top = {m: 0 for m in mems}  # peak floor from units that cannot move
         reach = {m: 0 for m in mems}  # highest byte (members without bytes too) of those units
-        for i, (m, o) in self.fixed.items():
+        for i, (m, fixed_o) in self.fixed.items():
             if m in fixed_top:
                 if fixed_count:
-                    fixed_top[m] = max(fixed_top[m], o + units[i].top)
-                reach[m] = max(reach[m], o + units[i].high)
+                    fixed_top[m] = max(fixed_top[m], fixed_o + units[i].top)
+                reach[m] = max(reach[m], fixed_o + units[i].high)
         for i in self.active:
             u = units[i]
             if u.fixed_offset is not None:
@@ -162,6 +162,7 @@ class PartModel:
                 lo = cap_hi = u.fixed_offset
             o = model.new_int_var(lo, max(lo, cap_hi), f"o{i}")
             self.offset[i] = o
+            lits: dict[str, cp_model.IntVar | None]
             if len(options) == 1:
                 lits = {options[0]: None}
             else:
@@ -174,7 +175,7 @@ class PartModel:
             for m, x in lits.items():
                 if len(moduli) > 1:
                     self._align(i, *u.modulus[m], m, x, lo, cap_hi)
-                enf = [] if x is None else [x]
+                enf: list[cp_model.IntVar] = [] if x is None else [x]
                 model.add(o + u.high <= self.room[m]).only_enforce_if(enf)
                 model.add(self.peak[m] >= o + u.top).only_enforce_if(enf)
                 for a, b, y0, y1 in u.pieces:
@@ -184,7 +185,9 @@ class PartModel:
                     else:
                         xi = model.new_optional_fixed_size_interval_var(a, b - a, x, "")
                         yi = model.new_optional_fixed_size_interval_var(o + y0, y1 - y0, x, "")
-                    boxes[m][0].append(xi), boxes[m][1].append(yi), boxes[m][2].append(y1 - y0)
+                    boxes[m][0].append(xi)
+                    boxes[m][1].append(yi)
+                    boxes[m][2].append(y1 - y0)
         for i, (m, off) in self.fixed.items():
             if m not in boxes:
                 continue
@@ -273,10 +276,10 @@ class PartModel:
                 peak[m] = max(peak[m], o + u.top)
         for m in self.memories:
             self.model.add_hint(self.peak[m], min(peak[m], self.horizon[m]))
-        for k, i, m, r, memory in self.ks:
+        for k, i, modulus, r, memory in self.ks:
             mem, o = full[i]
             if memory is None or memory == mem:
-                self.model.add_hint(k, max((o - r) // m, 0))
+                self.model.add_hint(k, max((o - r) // modulus, 0))
 
     def read(self, solver: cp_model.CpSolver | cp_model.CpSolverSolutionCallback) -> dict[int, Choice]:
         out = {}

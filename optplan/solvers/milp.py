@@ -45,6 +45,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 # OR-Tools and highspy ship different builds of libhighs.so.1 and cannot share a process; PuLP
 # imports highspy when it is imported. Loading OR-Tools first makes that import fail quietly
@@ -169,6 +170,7 @@ def build_model(part: Part, objective: Objective | str | None = None, incumbent:
                                    if u.fixed_offset is None and m in u.memories)
         cap = part.capacity[m]
         horizon[m] = stack if cap is None else min(cap, stack)
+    stages: tuple[str, ...]
     if not objective.optimizes:
         weights, factor, stages = {m: 0 for m in mems}, 1, ()
     else:
@@ -241,7 +243,7 @@ def build_model(part: Part, objective: Objective | str | None = None, incumbent:
         common = [m for m in u.memories if m in v.memories]
         Xu = {m: assign[i].get(m, 1) for m in u.memories}
         Xv = {m: assign[k2].get(m, 1) for m in v.memories}
-        s: object = None  # None: always in the same memory
+        s: Any = None  # None: always in the same memory; else a 0-1 expression (a variable or an assign literal)
         if len(u.memories) == 1 and len(v.memories) == 1:
             pass
         elif len(common) == 1 and len(u.memories) == 1:
@@ -462,7 +464,7 @@ def _watchdog(tag: str, deadline: float, done: threading.Event, grace: float = 1
 
 def _children_naming(tag: str) -> list[int]:
     """Our child processes whose command line contains ``tag`` (Linux /proc; elsewhere none)."""
-    me, out = os.getpid(), []
+    me, out = os.getpid(), list[int]()
     proc = Path("/proc")
     if not proc.is_dir():
         return out
