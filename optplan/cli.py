@@ -23,9 +23,11 @@ from optplan.bounds import lower_bounds, peak_load
 from optplan.errors import OptplanError, PlannerBug
 from optplan.formats import check_output, read_placements, read_problem, write_plan, write_problem
 from optplan.formats.native_json import plan_to_dict
+from optplan.memspec import parse_memories
 from optplan.objective import Objective
-from optplan.plan import Plan, peaks, usage_curve
+from optplan.plan import Plan, Status, peaks, usage_curve
 from optplan.problem import Problem
+from optplan.report.summary import infeasible_proof, memory_rows, objective_words
 from optplan.validate import validate
 
 EXIT_OK, EXIT_NO_PLAN, EXIT_USAGE = 0, 1, 2
@@ -64,7 +66,8 @@ def _bytes(n: int | None) -> str:
 
 
 def _pct(g: float | None) -> str:
-    return "n/a" if g is None else f"{100 * g:.2f}%"
+    """A gap in percent; a positive one never prints as 0.00% (that is for proven plans)."""
+    return "n/a" if g is None else "<0.01%" if 0 < g < 5e-5 else f"{100 * g:.2f}%"
 
 
 def _capped(problem: Problem, capacity: int) -> Problem:
@@ -74,7 +77,7 @@ def _capped(problem: Problem, capacity: int) -> Problem:
 
 
 def _load(args: argparse.Namespace) -> Problem:
-    problem = read_problem(args.problem)
+    problem = _hierarchy(read_problem(args.problem), args)
     if getattr(args, "capacity", None) is not None:
         problem = _capped(problem, args.capacity)
     if getattr(args, "output", None):  # what the problem decides (CSV: one memory), before any solve
@@ -82,16 +85,39 @@ def _load(args: argparse.Namespace) -> Problem:
     return problem
 
 
+def _hierarchy(problem: Problem, args: argparse.Namespace) -> Problem:
+    """The problem in the memories of ``--memory`` (if given)."""
+    if not getattr(args, "memory", None):
+        return problem
+    return problem.with_memories(parse_memories(args.memory))
+
+
 def _plan_table(problem: Problem, plan: Plan) -> Table:
     t = Table(title=f"{plan.planner}: {plan.status.value} in {plan.seconds:.2f} s", title_justify="left", box=box.SIMPLE_HEAD)
-    for col in ("memory", "capacity", "peak", "lower bound", "gap", "step of peak", "buffers"):
+    two = len(problem.memories) > 1
+    cols = ("memory", "capacity", "peak", "lower bound", "gap", "step of peak", "buffers") + (("bytes", "benefit") if two else ())
+    for col in cols:
         t.add_column(col, justify="left" if col == "memory" else "right", no_wrap=True)
-    for m in problem.memories:
-        used = [b for b, p in plan.placements.items() if p.memory == m.name]
-        step = usage_curve(problem, plan.placements, m.name).peak_step if plan.placements and not problem.concurrent else None
-        t.add_row(m.name, _bytes(m.capacity), _bytes(plan.peak.get(m.name, 0)), _bytes(plan.lower_bound.get(m.name, 0)),
-                  _pct(plan.memory_gap(m.name)) if plan.found else "n/a", "-" if step is None else str(step), str(len(used)))
+    for r in memory_rows(problem, plan):
+        step = usage_curve(problem, plan.placements, r.name).peak_step if not problem.concurrent else None
+        t.add_row(r.name, _bytes(r.capacity), _bytes(r.peak), _bytes(r.bound), _pct(r.gap),
+                  "-" if step is None else str(step), str(r.buffers), *((_bytes(r.bytes), _bytes(r.benefit)) if two else ()))
     return t
+
+
+def _print_plan(problem: Problem, plan: Plan) -> None:
+    """The report: the per-memory table and the objective in words, or the proof of infeasibility."""
+    if plan.status is Status.INFEASIBLE:
+        out.print(f"{plan.planner}: INFEASIBLE in {plan.seconds:.2f} s: {infeasible_proof(problem, plan)}", markup=False)
+        return
+    if not plan.found:
+        out.print(f"{plan.planner}: {plan.status.value} in {plan.seconds:.2f} s: {plan.message or 'no plan found'}", markup=False)
+        return
+    out.print(_plan_table(problem, plan))
+    if plan.message:
+        out.print(plan.message, markup=False)
+    gap = "" if plan.gap is None else f" (gap {_pct(plan.gap)})"
+    out.print(objective_words(problem, plan) + gap, markup=False)
 
 
 def _progress_printer() -> tuple[Callable[[dict], None] | None, Callable[[], None]]:
@@ -116,11 +142,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if args.json:
         out.print(json.dumps(plan_to_dict(plan)), markup=False)
     else:
-        out.print(_plan_table(problem, plan))
-        if plan.message:
-            out.print(plan.message, markup=False)
-        if plan.found and plan.gap is not None and len(problem.memories) > 1:
-            out.print(f"objective {plan.objective_value:,} (bound {plan.objective_bound:,}, gap {_pct(plan.gap)})")
+        _print_plan(problem, plan)
         if args.output and plan.found:
             out.print(f"plan written to {args.output}", markup=False)
     return EXIT_OK if plan.found else EXIT_NO_PLAN
@@ -201,7 +223,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    problem = read_problem(args.input)
+    problem = _hierarchy(read_problem(args.input), args)
     check_output(args.output, "problem", len(problem.memories), bool(problem.relative))
     write_problem(problem, args.output)
     return EXIT_OK
@@ -219,6 +241,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
         raise OptplanError("--training needs a module given as path.py:factory")
     else:
         problem = _extract_torch(args)
+    problem = _hierarchy(problem, args)
+    check_output(args.output, "problem", len(problem.memories), bool(problem.relative))
     write_problem(problem, args.output)
     out.print(f"{len(problem.buffers)} buffers over {problem.metadata['steps']} steps written to {args.output}", markup=False)
     return EXIT_OK
@@ -278,7 +302,8 @@ def _extract_onnx(args: argparse.Namespace) -> Problem:
 def cmd_compare(args: argparse.Namespace) -> int:
     from optplan.study.command import compare_command
 
-    return compare_command(args, out, lambda p: p if args.capacity is None else _capped(p, args.capacity))
+    return compare_command(args, out, lambda p: (lambda h: h if args.capacity is None else _capped(h, args.capacity))(
+        _hierarchy(p, args)))
 
 
 def cmd_study(args: argparse.Namespace) -> int:
@@ -332,6 +357,12 @@ def _parser() -> argparse.ArgumentParser:
         s.add_argument("problem", help="problem file: .csv (MiniMalloc) or .json (optplan)")
         if capacity:
             s.add_argument("--capacity", type=int, help="cap a single-memory problem at N bytes")
+            memory_arg(s)
+
+    def memory_arg(s: argparse.ArgumentParser) -> None:
+        s.add_argument("--memory", action="append", metavar="NAME[:SIZE][:align=N]",
+                       help="declare a memory, fastest first (repeat): e.g. --memory sram:4KiB:align=64 "
+                            "--memory dram; replaces the problem's memories")
 
     s = sub.add_parser("solve", help="plan a problem")
     problem_arg(s)
@@ -366,6 +397,7 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("convert", help="convert a problem between .csv and .json")
     s.add_argument("input")
     s.add_argument("output")
+    memory_arg(s)
     s.set_defaults(run=cmd_convert, output_kind="problem")
 
     s = sub.add_parser("extract", help="buffers and lifetimes of a torch.export program (.pt2) or an ONNX model (.onnx)")
@@ -384,11 +416,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="path.py:factory only: one training step (forward, backward, SGD step) instead of inference")
     s.add_argument("--view-copies", dest="views_alias", action="store_false",
                    help="ONNX: Reshape, Flatten, Squeeze, Unsqueeze and Identity copy (default: they alias their input)")
+    memory_arg(s)
     s.set_defaults(run=cmd_extract, output_kind="problem")
 
     s = sub.add_parser("compare", help="run every heuristic on problems and rank them by peak")
     s.add_argument("paths", nargs="+", metavar="PATH", help="problem files, or directories of .json/.csv problems")
     s.add_argument("--capacity", type=int, help="cap single-memory problems at N bytes")
+    memory_arg(s)
     s.add_argument("--planners", help="comma-separated planner names (default: all heuristics)")
     s.add_argument("--time-limit", type=_option("time_limit", float, seconds=True), default=None,
                    help="budget for planners that search (e.g. hill-climb)")

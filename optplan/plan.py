@@ -42,6 +42,8 @@ class Plan:
     objective_bound: int | None = None
     message: str = ""  # why infeasible, "time limit reached", ...
     stats: dict[str, object] = field(default_factory=dict)
+    # the objective's quantities, most important first: (name, value, bound) (Objective.components)
+    components: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def gap(self) -> float | None:
@@ -52,6 +54,13 @@ class Plan:
         """
         if not self.placements and self.status in (Status.INFEASIBLE, Status.UNKNOWN):
             return None
+        if len(self.components) > 1:  # lexicographic: the gap of the first quantity not at its bound
+            for name, v, b in self.components:
+                if name == "benefit kept" and v < b:
+                    return None if v <= 0 else b / v - 1.0
+                if name != "benefit kept" and v > b:
+                    return None if b <= 0 else v / b - 1.0
+            return 0.0
         if self.objective_value is not None and self.objective_bound is not None:
             value, bound = self.objective_value, self.objective_bound
         else:

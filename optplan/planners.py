@@ -42,7 +42,8 @@ class Result:
     proven_optimal: bool = False  # the solver proved no better plan exists
     proven_infeasible: bool = False  # the solver proved no plan fits the capacities
     bound: dict[str, int] | None = None  # per-memory lower bounds the solver proved
-    objective_bound: int | None = None  # proven bound on the weighted objective
+    objective_bound: int | None = None  # proven bound on the weighted peaks (Objective: W)
+    lost_bound: int | None = None  # proven bound on the benefit lost to slower memories (Objective: L)
     message: str = ""
     stats: dict[str, object] = field(default_factory=dict)
 
@@ -98,9 +99,10 @@ def finish(problem: Problem, result: Result, name: str, seconds: float, objectiv
     lower = dict(bounds.lower)
     for m, v in (result.bound or {}).items():
         lower[m] = max(lower[m], int(v))
-    objective_bound = objective.bound(problem, lower)
-    if result.objective_bound is not None:
-        objective_bound = max(objective_bound, int(result.objective_bound))
+    weights = objective.weights(problem)
+    weighted = max(sum(weights[m] * lower[m] for m in lower), int(result.objective_bound or 0))
+    lost = max(objective.lost_floor(problem), int(result.lost_bound or 0))
+    objective_bound = objective.combine(problem, weighted, lost)
     if result.placements is None:
         status = Status.INFEASIBLE if result.proven_infeasible else Status.UNKNOWN
         return Plan({}, status, name, {m: 0 for m in lower}, lower, seconds, objective, None,
@@ -110,12 +112,15 @@ def finish(problem: Problem, result: Result, name: str, seconds: float, objectiv
         raise PlannerBug(f"planner {name!r} produced an invalid plan: {violations[0]} ({len(violations)} violations)")
     peak = peaks(problem, result.placements)
     value = objective.value(problem, result.placements)
-    optimal = result.proven_optimal or all(peak[m] <= lower[m] for m in peak) or value <= objective_bound
+    at_bounds = all(peak[m] <= lower[m] for m in peak) and (
+        not objective.counts_benefit or objective.lost(problem, result.placements) <= objective.lost_floor(problem))
+    optimal = result.proven_optimal or at_bounds or value <= objective_bound
     if result.proven_optimal:
         objective_bound = value
     status = Status.OPTIMAL if optimal else Status.FEASIBLE
     return Plan(dict(result.placements), status, name, peak, lower, seconds, objective, value,
-                objective_bound, result.message, dict(result.stats))
+                objective_bound, result.message, dict(result.stats),
+                objective.components(problem, value, objective_bound))
 
 
 def _load() -> None:

@@ -32,11 +32,14 @@ from optplan.solvers.cpsat import (
     PartModel,
     Settings,
     Tracker,
+    at_floor,
     part_peaks,
+    part_value,
     part_result,
     run,
 )
 from optplan.solvers.reduce import Choice, Part, Reduction, merge, reduce, settle
+from optplan.solvers.selection import pack_selection, selection_bound
 
 HEURISTIC_SHARE = 0.25  # deterministic mode: the time limit's share counted for the heuristics (parts get the rest)
 # of a single-memory part's time, for the exact search engine when it is registered (CP-SAT and LNS
@@ -213,15 +216,41 @@ def solve_part(part: Part, seconds: float | None, settings: Settings, objective:
     The bound a search member proved before its share ran out (capacities it refuted) is kept:
     a plan found later at that bound is then proven optimal."""
     proven: dict[str, int] = {}
+    staged: dict[str, int] = {}
+    if len(part.memories) > 1 and objective.counts_benefit and goal is None:
+        t0 = time.perf_counter()
+        incumbent = _staging(part, objective, incumbent, seconds, settings, seed, staged)
+        if seconds is not None:  # the relaxation's time counts against the part's
+            seconds = max(seconds - (time.perf_counter() - t0), 0.0)
     res = _solve_part(part, seconds, settings, objective, incumbent, seed, report, goal, proven)
+    if "lost" in staged and res.placements is not None:
+        res = replace(res, lost_bound=max(res.lost_bound or 0, staged["lost"]),
+                      objective_bound=max(res.objective_bound or 0, staged.get("weighted", 0)) or None)
     if res.placements is None or not proven:
         return res
     bound = dict(res.bound or {})
     for m in part.memories:
         bound[m] = max(bound.get(m, 0), proven.get(m, 0))
     peak = peaks(part.sub_problem, res.placements)
-    optimal = res.proven_optimal or (objective.optimizes and all(peak[m] <= bound[m] for m in part.memories))
+    optimal = res.proven_optimal or (objective.optimizes and all(peak[m] <= bound[m] for m in part.memories)
+                                     and (len(part.memories) == 1 or not objective.counts_benefit))
     return replace(res, bound=bound, proven_optimal=optimal)
+
+
+def _staging(part: Part, objective: Objective, incumbent: list[Choice] | None, seconds: float | None,
+             settings: Settings, seed: int, staged: dict[str, int]) -> list[Choice] | None:
+    """The staging relaxation (``optplan.solvers.selection``): its proven bound on the lost
+    benefit goes to ``staged["lost"]``; its best selection, packed, replaces ``incumbent`` if better."""
+    share = 5.0 if seconds is None else min(20.0, 0.3 * seconds)
+    bound, chosen, weighted = selection_bound(objective, part, share, settings.workers, seed)
+    if bound is not None:
+        staged["lost"] = bound
+    if weighted is not None:
+        staged["weighted"] = weighted
+    mine = pack_selection(part, chosen) if chosen is not None else None
+    if mine is not None and (incumbent is None or _better(objective, part, mine, incumbent)):
+        return mine
+    return incumbent
 
 
 def _solve_part(part: Part, seconds: float | None, settings: Settings, objective: Objective,
@@ -231,8 +260,7 @@ def _solve_part(part: Part, seconds: float | None, settings: Settings, objective
     clock = Budget(seconds, settings.deterministic)
     left = clock.left
     stats: dict[str, object] = {}
-    if incumbent is not None and objective.optimizes and all(
-            v <= part.lower[m] for m, v in part_peaks(part, incumbent).items()):
+    if incumbent is not None and objective.optimizes and at_floor(objective, part, incumbent):
         return part_result(part, None, incumbent, True, False, None, "", stats)
     if not objective.optimizes and incumbent is not None:
         return part_result(part, None, incumbent, False, False, None, "", stats)
@@ -268,7 +296,7 @@ def _solve_part(part: Part, seconds: float | None, settings: Settings, objective
             return Result(None, proven_infeasible=True, message=plan.message, stats=stats)
         if plan.found:
             mine = settle(part, plan.placements)
-            if mine is not None and (incumbent is None or _better(part, mine, incumbent)):
+            if mine is not None and (incumbent is None or _better(objective, part, mine, incumbent)):
                 incumbent = mine
             if plan.status == Status.OPTIMAL and mine is not None:
                 return part_result(part, None, mine, True, False, None, "", stats)
@@ -305,7 +333,7 @@ def _solve_part(part: Part, seconds: float | None, settings: Settings, objective
     stats["cpsat_status"] = out.status
     if out.choices is None and out.infeasible and ceiling is None:
         return Result(None, proven_infeasible=True, message="CP-SAT proved that no plan fits the capacities", stats=stats)
-    if out.choices is not None and (incumbent is None or _better(part, out.choices, incumbent)):
+    if out.choices is not None and (incumbent is None or _better(objective, part, out.choices, incumbent)):
         incumbent = out.choices
     if incumbent is None:
         return Result(None, message="no plan found within the time limit", stats=stats)
@@ -325,7 +353,7 @@ def _solve_part(part: Part, seconds: float | None, settings: Settings, objective
         pm.hint(dict(enumerate(incumbent)))
         out = clock.spend(run(pm, settings, left(), relay))
         stats["cpsat_final_status"] = out.status
-        if out.choices is not None and _better(part, out.choices, incumbent):
+        if out.choices is not None and _better(objective, part, out.choices, incumbent):
             incumbent = out.choices
         if out.optimal:
             return part_result(part, pm, incumbent, True, False, out.bound, "", stats)
@@ -333,11 +361,9 @@ def _solve_part(part: Part, seconds: float | None, settings: Settings, objective
     return part_result(part, pm, incumbent, False, False, best_bound, "time limit reached", stats)
 
 
-def _better(part: Part, a: list[Choice], b: list[Choice]) -> bool:
-    """Plan ``a`` has a lower weighted sum of peaks than ``b`` (the objective of the whole problem)."""
-    w = objective_weights(part.problem)
-    pa, pb = part_peaks(part, a), part_peaks(part, b)
-    return sum(w[m] * pa[m] for m in pa) < sum(w[m] * pb[m] for m in pb)
+def _better(objective: Objective, part: Part, a: list[Choice], b: list[Choice]) -> bool:
+    """Plan ``a`` is better than ``b`` under ``objective`` (the objective of the whole problem)."""
+    return part_value(objective, part, a) < part_value(objective, part, b)
 
 
 class Budget:
@@ -418,7 +444,7 @@ def lns(part: Part, incumbent: list[Choice], settings: Settings, objective: Obje
                 m = new[i][0]
                 new_top[m] = max(new_top.get(m, 0), new[i][1] + units[i].top)
             gain = sum(w[m] * v for m, v in new_top.items()) < sum(w[m] * v for m, v in region_top.items())
-            if gain and not _better(part, cur, new):
+            if gain and not _better(objective, part, cur, new):
                 cur = new
                 improved += 1
                 report(part_result(part, None, cur, False, False, None))

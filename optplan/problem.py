@@ -71,6 +71,12 @@ class Buffer:
     hint_memory: str | None = None  # a warm-start suggestion, never a constraint
     hint_offset: int | None = None
     gaps: tuple[Gap, ...] = ()  # sorted, disjoint, inside [start, end)
+    benefit: int | None = None  # value of keeping it in faster memory; None: its size
+
+    @property
+    def gain(self) -> int:
+        """``benefit``, or the size when none is given (what the objectives count)."""
+        return self.size if self.benefit is None else self.benefit
 
     def __post_init__(self) -> None:
         if isinstance(self.gaps, list):
@@ -148,6 +154,7 @@ class Unit:
     # one past the highest byte of a member that stores bytes, relative to the root: what the
     # peak counts (0 if none). A gap's window may leave it above every piece.
     top: int
+    gain: int = 0  # the members' benefit (Buffer.gain): what keeping the unit in faster memory is worth
 
     @property
     def start(self) -> int:
@@ -259,6 +266,11 @@ class Problem:
         if len(self.memories) != 1:
             raise ProblemError("--capacity applies to single-memory problems; set capacities per memory in the JSON problem")
         return replace(self, memories=(replace(self.memories[0], capacity=capacity),))
+
+    def with_memories(self, memories: Iterable[Memory]) -> Problem:
+        """The same buffers in another hierarchy (fastest first): e.g. a CSV problem, which
+        carries one memory, given an SRAM in front of a DRAM."""
+        return Problem(self.buffers, tuple(memories), self.relative, dict(self.metadata))
 
     def with_buffers(self, buffers: Iterable[Buffer]) -> Problem:
         """The same memories with another set of buffers (relative placements among them kept)."""
@@ -372,6 +384,8 @@ def _check_buffer(b: Buffer, mems: Mapping[str, Memory]) -> None:
             raise ProblemError(f"{where}: field 'end': lifetime [{b.start}, {b.end}) is longer than 2^63-1 steps")
     if b.alignment < 1:
         raise ProblemError(f"{where}: field 'alignment': must be >= 1, got {b.alignment}")
+    if b.benefit is not None and (not _is_int(b.benefit) or b.benefit < 0):
+        raise ProblemError(f"{where}: field 'benefit': must be a non-negative integer, got {b.benefit!r}")
     if b.gaps != ():
         _check_gaps(b, where)
     for name in ("allowed", "blocked"):
@@ -527,7 +541,7 @@ def _single_units(p: Problem) -> tuple[Unit, ...]:
         if modulus is None:
             modulus = shared[(b.alignment, memories)] = {m: (math.lcm(b.alignment, mems[m].alignment), 0) for m in memories}
         units.append(Unit(b.id, ((b.id, 0),), memories, modulus, 0, b.size, b.fixed_offset, b.footprint(),
-                          b.size if b.size > 0 else 0))
+                          b.size if b.size > 0 else 0, b.gain))
     return tuple(units)
 
 
@@ -612,5 +626,5 @@ def _grouped_units(p: Problem) -> tuple[Unit, ...]:
         ordered = tuple(m.name for m in p.memories if m.name in modulus)
         top = max((rel + b.size for b, rel in members if b.size > 0), default=0)
         units.append(Unit(root, tuple((b.id, rel) for b, rel in members), ordered, modulus,
-                          low, high, fixed, _footprint(members), top))
+                          low, high, fixed, _footprint(members), top, sum(b.gain for b, _ in members)))
     return tuple(units)

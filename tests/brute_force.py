@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from optplan.errors import ProblemError
+from optplan.objective import Objective
 from optplan.plan import Placement
 from optplan.problem import (
     Buffer,
@@ -69,15 +70,26 @@ def _rectangles(problem: Problem, unit: Unit) -> list[tuple[int, int, int, int]]
     return [r for r in out if r[0] < r[1]]
 
 
-def brute_force_optimum(problem: Problem, max_offset: int | None = None
+def brute_force_optimum(problem: Problem, max_offset: int | None = None, objective: Objective | str | None = None
                         ) -> tuple[int, dict[str, Placement]] | None:
-    """The optimum ``(weighted sum of peaks, placements)`` of a tiny problem, or None if no plan exists.
+    """The optimum ``(objective value, placements)`` of a tiny problem, or None if no plan exists.
+
+    ``objective``: default the problem's (``Objective.default``). The value is recomputed here
+    from the weighted peaks ``W`` and the lost benefit ``L`` (``Objective.combine``), both
+    monotone as units are added, so a partial assignment's value bounds every completion.
 
     ``max_offset`` caps every root offset searched (default: the proven-sufficient bound in the
     module docstring; a smaller cap makes the answer "best plan with offsets <= max_offset").
     Exponential: meant for a handful of buffers with small sizes and alignments.
     """
+    objective = Objective.parse(objective, problem)
     weights = objective_weights(problem)
+    rank = {m: r for r, m in enumerate(problem.memory_names)}
+    base = sum(b.size if b.benefit is None else b.benefit for b in problem.buffers) + 1
+    n = len(problem.memories)
+    tier = {m: sum(base ** (n - 2 - t) for t in range(rank[m])) for m in rank}  # L per unit of benefit
+    gain = {u.root: sum(problem.buffer(b).size if problem.buffer(b).benefit is None else problem.buffer(b).benefit
+                        for b, _ in u.members) for u in problem.units}
     names = problem.memory_names
     cap = {m.name: m.capacity for m in problem.memories}
     bound = {m: (_default_bound(problem, m) if max_offset is None else max_offset) for m in names}
@@ -87,9 +99,11 @@ def brute_force_optimum(problem: Problem, max_offset: int | None = None
     peak = {m: 0 for m in names}
     choice: dict[str, tuple[str, int]] = {}
     best: list = [None, None]  # value, choice
+    lost = [0]
 
-    def value() -> int:
-        return sum(weights[m] * peak[m] for m in names)
+    def value(extra_peak: int = 0, extra_lost: int = 0) -> int:
+        w = sum(weights[m] * peak[m] for m in names) + extra_peak
+        return objective.combine(problem, w, lost[0] + extra_lost if objective.counts_benefit else 0)
 
     rects = {u.root: _rectangles(problem, u) for u in units}
 
@@ -111,6 +125,7 @@ def brute_force_optimum(problem: Problem, max_offset: int | None = None
         mine = rects[unit.root]
         for memory in unit.memories:
             m = unit.modulus[memory][0]
+            here = gain[unit.root] * tier[memory]
             if unit.fixed_offset is not None:
                 offsets = range(unit.fixed_offset, unit.fixed_offset + 1)
             else:
@@ -120,14 +135,16 @@ def brute_force_optimum(problem: Problem, max_offset: int | None = None
                     break
                 old = peak[memory]
                 new = max(old, o + top) if mine else old
-                if best[0] is not None and value() - weights[memory] * old + weights[memory] * new >= best[0]:
+                if best[0] is not None and value(weights[memory] * (new - old), here) >= best[0]:
                     break  # higher offsets only raise this memory's peak further
                 if collides(unit, memory, o):
                     continue
                 peak[memory] = new
                 placed[memory].extend((a, b, o + y0, o + y1) for a, b, y0, y1 in mine)
                 choice[unit.root] = (memory, o)
+                lost[0] += here
                 dfs(i + 1)
+                lost[0] -= here
                 del choice[unit.root]
                 del placed[memory][len(placed[memory]) - len(mine):]
                 peak[memory] = old

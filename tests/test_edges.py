@@ -102,7 +102,7 @@ TINY = Problem((Buffer("a", 4, 0, 2), Buffer("b", 4, 1, 3)))
 @pytest.mark.parametrize("options, says", [
     ({"time_limt": 1}, "unknown option 'time_limt'; did you mean 'time_limit'?"),
     ({"wrokers": 2}, "did you mean 'workers'?"),
-    ({"objective": "min_peak"}, "option objective='min_peak': must be one of 'min-peak', 'weighted', 'feasible'"),
+    ({"objective": "min_peak"}, "option objective='min_peak': must be one of 'min-peak', 'fast-first', 'weighted', 'feasible'"),
     ({"workers": 1.5}, "option workers=1.5: must be an integer from 1 to 1024"),
     ({"workers": 0}, "must be an integer from 1 to 1024"),
     ({"time_limit": "5"}, "option time_limit='5': must be a finite number of seconds >= 0"),

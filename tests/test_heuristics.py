@@ -18,7 +18,8 @@ from optplan.problem import Buffer, Memory, Problem, RelativePlacement
 from optplan.validate import validate
 
 HEURISTICS = ["naive", "position-greedy", "greedy-size", "greedy-breadth", "greedy-conflicts", "linear-scan",
-              "best-fit-heap", "first-fit-orders", "hill-climb", "recycle", "banked-greedy"]
+              "best-fit-heap", "first-fit-orders", "hill-climb", "recycle", "banked-greedy", "vela-staging",
+              "executorch-fastest-fit"]
 OPTIONS = {"hill-climb": {"iterations": 30, "seed": 0}}
 
 

@@ -78,8 +78,11 @@ def check_against_brute_force(problem: Problem, **options) -> None:
         assert plan.status in ((Status.INFEASIBLE, Status.UNKNOWN) if lax else (Status.INFEASIBLE,)), (
             plan.status, plan.message)
         return
-    if unsupported(problem):
-        assert plan.status == Status.UNKNOWN and "search:" in plan.message
+    if unsupported(problem):  # memory choice: routed to the auto portfolio, never UNKNOWN
+        assert plan.stats.get("routed_to") == "auto" and plan.status != Status.UNKNOWN, (plan.status, plan.message)
+        assert plan.objective_value >= reference[0]
+        if plan.status == Status.OPTIMAL:
+            assert plan.objective_value == reference[0], (plan.objective_value, reference[0])
         return
     if complete(problem):
         assert plan.status == Status.OPTIMAL, (plan.status, plan.message)
@@ -361,10 +364,12 @@ def test_decided_memories_are_solved_one_by_one() -> None:
     assert plan.peak == {"fast": 8, "slow": 10}
 
 
-def test_undecided_memories_are_declined_not_guessed() -> None:
-    p = Problem((Buffer("a", 4, 0, 2), Buffer("b", 4, 1, 3)), (Memory("fast", capacity=4), Memory("slow")))
+def test_undecided_memories_are_routed_not_declined() -> None:
+    """A memory choice is no branching decision of the search: the auto portfolio solves it."""
+    p = Problem((Buffer("a", 4, 0, 2), Buffer("b", 2, 1, 3)), (Memory("fast", capacity=4), Memory("slow")))
     plan = solve(p, "search", time_limit=10)
-    assert plan.status == Status.UNKNOWN and "several memories" in plan.message
+    assert plan.status == Status.OPTIMAL and plan.stats["routed_to"] == "auto" and "several memories" in plan.message
+    assert {b: p.memory for b, p in plan.placements.items()} == {"a": "fast", "b": "slow"}  # fast-first: 4 > 2
 
 
 def test_time_limit_is_reported_not_hidden(shared) -> None:

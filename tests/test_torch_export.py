@@ -461,3 +461,17 @@ def test_control_flow_program_through_the_cli(tmp_path, capsys):
     assert "VALID" in capsys.readouterr().out
     solved = planners.solve(written, "greedy-size")
     assert solved.found and solved.peak["mem"] >= lower_bounds(written).lower["mem"] >= max(_loads(written))
+
+
+class TwoReaders(torch.nn.Module):
+    def forward(self, x):
+        y = x * 2
+        return (y + 1) + (y * 3)
+
+
+def test_benefit_is_size_times_accesses():
+    """One write plus one read per consumer (the caller reads the output): y is read twice."""
+    ep = _export(TwoReaders(), (torch.randn(4, 8),))
+    p = problem_from_program(ep, decompose=False)
+    gain = {b.id: b.gain // b.size for b in p.buffers}
+    assert gain == {"x": 2, "mul": 3, "add": 2, "mul_1": 2, "add_1": 2}, gain

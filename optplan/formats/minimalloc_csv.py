@@ -1,7 +1,7 @@
 """MiniMalloc's CSV format: ``id,lower,upper,size`` problems, ``...,offset`` solutions.
 
 ``lower,upper`` are half-open; an ``end`` column is inclusive and converted here. Header spellings
-MiniMalloc accepts are read too: ``begin``/``start`` for ``lower``, ``buffer``/``buffer_id`` for ``id``. Optional columns: ``alignment``, ``hint`` (a suggested offset), ``offset``
+MiniMalloc accepts are read too: ``begin``/``start`` for ``lower``, ``buffer``/``buffer_id`` for ``id``. Optional columns: ``alignment``, ``hint`` (a suggested offset), ``benefit`` (value in faster memory, default the size), ``offset``
 (a fixed offset in a problem; the solution in a plan), ``gaps``: space-separated entries
 ``lo-hi`` (inactive then) or ``lo-hi@wlo:whi`` (only bytes ``[offset+wlo, offset+whi)`` in use),
 with ``hi`` inclusive under an ``end`` header as ``end`` is (MiniMalloc's converter reads
@@ -20,7 +20,7 @@ from optplan.errors import FormatError, ProblemError
 from optplan.plan import Placement, Plan
 from optplan.problem import INT64_MAX, Buffer, Gap, Memory, Problem
 
-_KNOWN = {"id", "lower", "upper", "size", "alignment", "hint", "offset", "gaps"}
+_KNOWN = {"id", "lower", "upper", "size", "alignment", "hint", "offset", "gaps", "benefit"}
 _ALIASES = {"begin": "lower", "start": "lower", "end": "upper", "buffer": "id", "buffer_id": "id"}  # as MiniMalloc reads them
 _GAP = re.compile(r"(-?\d+)-(-?\d+)(?:@(-?\d+):(-?\d+))?")
 
@@ -134,6 +134,7 @@ def problem_from_csv(text: str, source: str = "<csv>") -> Problem:
             fixed_offset=_int(row, "offset", line, source, optional=True),
             hint_offset=_int(row, "hint", line, source, optional=True),
             gaps=_gaps(row, line, source, inclusive),
+            benefit=_int(row, "benefit", line, source, optional=True),
         ))
     try:
         return Problem(tuple(buffers), (Memory("mem"),), metadata={"source": source})
@@ -145,7 +146,7 @@ def problem_to_csv(problem: Problem) -> str:
     if len(problem.memories) != 1 or problem.relative or problem.concurrent:
         raise FormatError("MiniMalloc CSV holds single-memory problems with scalar lifetimes and no relative placements; use .json")
     columns = {"alignment": ("alignment", 1), "hint": ("hint_offset", None), "gaps": ("gaps", ()),
-               "offset": ("fixed_offset", None)}  # column -> (field, default): written when some buffer differs
+               "offset": ("fixed_offset", None), "benefit": ("benefit", None)}  # column -> (field, default): written when some buffer differs
     extra = [c for c, (f, default) in columns.items() if any(getattr(b, f) != default for b in problem.buffers)]
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")

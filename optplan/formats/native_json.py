@@ -111,6 +111,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "peak": plan.peak, "lower_bound": plan.lower_bound, "gap": plan.gap,
         "seconds": round(plan.seconds, 6), "objective": str(plan.objective),
         "objective_value": plan.objective_value, "objective_bound": plan.objective_bound,
+        "objective_components": [list(c) for c in plan.components],
         "message": plan.message, "stats": plan.stats,
         "placements": {k: {"memory": p.memory, "offset": int(p.offset)} for k, p in plan.placements.items()},
     }

@@ -93,7 +93,8 @@ class OptplanAlgo:
         specs = list(specs)
         reserved = list(getattr(graph_module, "input_mem_buffer_sizes", None) or [])
         built = problem_from_specs(specs, alignment, self.config, extra_padding=extra_padding,
-                                   reserved=reserved, blocklist=self.blocklist, relative=self.relative)
+                                   reserved=reserved, blocklist=self.blocklist, relative=self.relative,
+                                   reads=_reads(graph_module))
         name = self.resolved_planner()
         plan = planners.solve(built.problem, name, time_limit=self.time_limit, **self.options)
         if not plan.found:
@@ -172,8 +173,11 @@ def memories_from_config(config: Any, alignment: int = 1) -> tuple[Memory, ...]:
 
 def problem_from_specs(specs: Sequence[Any], alignment: int, config: Any = None, *, extra_padding: int = 0,
                        reserved: Sequence[int] = (), blocklist: Blocklist = None,
-                       relative: Mapping[Any, tuple[Any, int]] | None = None) -> BuiltProblem:
-    """The optplan Problem of ExecuTorch tensor specs (realigned here, as greedy does)."""
+                       relative: Mapping[Any, tuple[Any, int]] | None = None,
+                       reads: Mapping[int, int] | None = None) -> BuiltProblem:
+    """The optplan Problem of ExecuTorch tensor specs (realigned here, as greedy does).
+    ``reads``: id(spec) -> number of consumers; a buffer's benefit is then its size x accesses
+    (one write plus one read per consumer), else its size."""
     declared = memories_from_config(config, alignment)
     pinned = {int(s.mem_id) for s in specs if getattr(s, "mem_id", None) is not None}
     if 0 in pinned:
@@ -214,6 +218,7 @@ def problem_from_specs(specs: Sequence[Any], alignment: int, config: Any = None,
             fixed_memory=names[int(pin) - 1] if pin is not None else None,
             allowed=None if pin is not None else declared_names,
             blocked=tuple(m for m in blocked if pin is None or m != names[int(pin) - 1]),
+            benefit=None if reads is None else size * (1 + reads.get(id(spec), 0)),
         ))
     rel = []
     links = dict(relative or {})
@@ -229,11 +234,22 @@ def problem_from_specs(specs: Sequence[Any], alignment: int, config: Any = None,
         rel.append(RelativePlacement(key[id(spec)], key[id(base)], int(delta)))
     # a relative member follows its base: its own pin/allow lists must not contradict the base's
     members = {r.buffer for r in rel}
-    buffers = [b if b.id not in members else Buffer(b.id, b.size, b.start, b.end, blocked=b.blocked)
+    buffers = [b if b.id not in members else Buffer(b.id, b.size, b.start, b.end, blocked=b.blocked, benefit=b.benefit)
                for b in buffers]
     problem = Problem(tuple(buffers), tuple(memories), tuple(rel),
                       {"frontend": "executorch", "alignment": alignment, "extra_padding": extra_padding})
     return BuiltProblem(problem, ids, reserved_l, mem_ids, empty)
+
+
+def _reads(graph_module: torch.fx.GraphModule) -> dict[int, int]:
+    """id(spec) -> how many nodes consume the tensor (its reads, for the benefit)."""
+    out: dict[int, int] = {}
+    for node in graph_module.graph.nodes:
+        spec = node.meta.get("spec")
+        for s in spec if isinstance(spec, (list, tuple)) else [spec]:
+            if s is not None and hasattr(s, "allocated_memory"):
+                out[id(s)] = out.get(id(s), 0) + len(node.users)
+    return out
 
 
 def _storage_base(spec: Any) -> tuple[Any, int]:

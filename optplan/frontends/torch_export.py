@@ -54,6 +54,7 @@ class _Storage:
     end: int
     planned: bool
     kind: str  # "intermediate", "input", "output", "mutable_buffer", "constant"
+    reads: int = 0  # consumers: the benefit of keeping it in fast memory is size x (1 write + reads)
 
 
 def load_program(path: str | Path) -> ExportedProgram:
@@ -88,7 +89,7 @@ def problem_from_program(ep: ExportedProgram, *, plan_inputs: bool = True, plan_
     walk = _walk_program(ep, plan_inputs, plan_outputs)
     storages = walk.storages
     planned = [s for s in storages if s.planned and s.size > 0]
-    buffers = tuple(Buffer(s.id, s.size, s.start, s.end) for s in planned)
+    buffers = tuple(Buffer(s.id, s.size, s.start, s.end, benefit=s.size * (1 + s.reads)) for s in planned)
     import torch
 
     metadata: dict[str, object] = {
@@ -166,6 +167,7 @@ def _walk_graph(gm: torch.fx.GraphModule, ranges: dict, placeholder: Any, user_o
                     if s is None:
                         continue
                     s.end = steps
+                    s.reads += 1  # the caller reads what the program returns
                     if user and s.kind in ("intermediate", "input"):
                         s.kind = "output" if s.kind == "intermediate" else s.kind
                         if not plan_outputs:
@@ -239,6 +241,7 @@ class _Walk:
         for s in of.get(n.name, ()):
             if s is not None:
                 s.end = max(s.end, i + 1)
+                s.reads += 1
 
     def step(self, gm: torch.fx.GraphModule, node: torch.fx.Node, prefix: str, t: int,
              of: dict[str, list[_Storage | None]], top: bool) -> int:

@@ -52,8 +52,14 @@ def search(problem: Problem, time_limit: float | None = None, seed: int = 0, wor
     minimization stops at a plan under them instead of proving this part's own lower optimum."""
     objective = Objective.parse(objective, problem)
     why = unsupported(problem)
-    if why:
-        return Result(None, message=f"search: {why}")
+    if why:  # memory choice is no branching decision of the search: the portfolio splits it
+        from optplan.portfolio import auto
+
+        res = auto.__wrapped__(problem, time_limit=time_limit, workers=workers, seed=seed, objective=objective,  # type: ignore[attr-defined]
+                               deterministic=deterministic, progress=progress)
+        res.stats["routed_to"] = "auto"
+        res.message = "; ".join(filter(None, [f"search: {why}; solved by the auto portfolio", res.message]))
+        return res
     compile_seconds = engine.ensure_compiled()
     clock = Clock(DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit), deterministic)
     lower = lower_bounds(problem).lower

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from optplan.bounds import lower_bounds
-from optplan.objective import Objective
+from optplan.objective import Objective, fastest_fit
 from optplan.plan import Placement, peaks
 from optplan.planners import Result, planner
 from optplan.problem import Problem
@@ -205,6 +205,7 @@ class PartModel:
             self._order(g)
         self.weights: dict[str, int] = {}
         self.weight_factor: int | None = None  # model objective * factor * scale = weighted bytes
+        self.shift, self.lost_unit, self.lost_const = 1, 1, 0  # see _lost and split
         if objective.optimizes:
             self._objective()
 
@@ -257,7 +258,49 @@ class PartModel:
             self.weights, self.weight_factor = ws, None
         else:
             raise OverflowError("the memory weights times the peaks do not fit CP-SAT's 64-bit integers")
-        self.model.minimize(sum(self.weights[m] * self.peak[m] for m in self.memories))
+        weighted = sum(self.weights[m] * self.peak[m] for m in self.memories)
+        lost, top = self._lost()
+        if top == 0:
+            self.model.minimize(weighted)
+            return
+        w_top = sum(self.weights[m] * self.horizon[m] for m in self.memories) + 1
+        self.shift = max(top + 1 if not self.objective.benefit_first else w_top, 2)  # 1 means "no benefit term"
+        if (w_top if not self.objective.benefit_first else top + 1) * self.shift >= _INT_LIMIT:
+            raise OverflowError("the peaks and the benefit together do not fit CP-SAT's 64-bit integers")
+        first, second = (lost, weighted) if self.objective.benefit_first else (weighted, lost)
+        self.model.minimize(cp_model.LinearExpr.weighted_sum([first, second], [self.shift, 1]))
+
+    def _lost(self) -> tuple[cp_model.LinearExprT, int]:
+        """The benefit the active units with a choice lose to slower memories (in units of
+        ``lost_unit``) and its largest value; the fixed part of it goes to ``lost_const``."""
+        problem = self.part.problem
+        self.shift, self.lost_unit, self.lost_const = 1, 1, 0
+        if not self.objective.counts_benefit:
+            return 0, 0
+        tw = self.objective.tier_weights(problem)
+        gain = {i: sum(problem.buffer(b).gain for b, _ in self.part.units[i].members) for i in self.active}
+        terms = [(gain[i] * tw[m], x) for i in self.active for m, x in self.lit[i].items() if x is not None]
+        for i in self.active:
+            if len(self.lit[i]) == 1:
+                self.lost_const += gain[i] * tw[next(iter(self.lit[i]))]
+        self.lost_const += sum(gain_i * tw[m] for i, (m, _) in self.fixed.items()
+                               for gain_i in [sum(problem.buffer(b).gain for b, _ in self.part.units[i].members)])
+        terms = [(c, x) for c, x in terms if c]
+        if not terms:
+            return 0, 0
+        g = math.gcd(*(c for c, _ in terms))
+        self.lost_unit = g
+        top = sum(max(gain[i] * tw[m] for m in self.lit[i]) // g for i in self.active if len(self.lit[i]) > 1)
+        return sum((c // g) * x for c, x in terms), top
+
+    def split(self, value: int) -> tuple[int, int]:
+        """(weighted peaks, lost benefit) in model units from a model objective value or bound."""
+        if self.shift == 1:
+            return value, 0
+        if self.objective.benefit_first:
+            lost, weighted = divmod(value, self.shift)
+            return weighted, lost
+        return divmod(value, self.shift)
 
     def hint(self, choices: dict[int, Choice]) -> None:
         """Warm start from one choice per active unit (reordered to respect symmetry breaking)."""
@@ -371,6 +414,23 @@ def part_peaks(part: Part, choices: Sequence[Choice]) -> dict[str, int]:
     return peak
 
 
+def part_value(objective: Objective, part: Part, choices: Sequence[Choice]) -> int:
+    """The objective's value of a part's plan (weighted peaks in grid units, lost benefit)."""
+    w = objective.weights(part.problem)
+    peak = part_peaks(part, choices)
+    tw = objective.tier_weights(part.problem)
+    lost = sum(part.problem.buffer(b).gain * tw[m] for u, (m, _) in zip(part.units, choices) for b, _ in u.members)
+    return objective.combine(part.problem, sum(w[m] * peak[m] for m in peak), lost if objective.counts_benefit else 0)
+
+
+def at_floor(objective: Objective, part: Part, choices: Sequence[Choice]) -> bool:
+    """Every peak at the part's lower bound and, if the objective counts it, no benefit lost
+    beyond every unit's fastest memory: nothing can be better."""
+    if any(v > part.lower[m] for m, v in part_peaks(part, choices).items()):
+        return False
+    return not objective.counts_benefit or all(m == fastest_fit(part.problem, u) for u, (m, _) in zip(part.units, choices))
+
+
 def part_result(part: Part, pm: PartModel | None, choices: Sequence[Choice] | None, optimal: bool,
                 infeasible: bool, bound: int | None, message: str = "", stats: dict | None = None) -> Result:
     """A part's Result in bytes, from a plan in grid units, whether it is proven optimal for the
@@ -383,18 +443,22 @@ def part_result(part: Part, pm: PartModel | None, choices: Sequence[Choice] | No
     placements = part.placements(choices)
     peak = part_peaks(part, choices)
     per_memory: dict[str, int] = {}
-    objective_bound = None
+    objective_bound = lost_bound = None
     if pm is not None and pm.objective.optimizes and bound is not None:
-        if len(pm.memories) == 1 and pm.weights[pm.memories[0]] > 0:
+        weighted, lost = pm.split(bound)  # the second one holds given the first at its bound
+        if pm.shift > 1:
+            lost_bound = lost * pm.lost_unit + pm.lost_const
+        unconditional = pm.shift == 1 or not pm.objective.benefit_first
+        if len(pm.memories) == 1 and pm.weights[pm.memories[0]] > 0 and unconditional:
             m = pm.memories[0]
-            per_memory[m] = -(-bound // pm.weights[m]) * part.scale
+            per_memory[m] = -(-weighted // pm.weights[m]) * part.scale
         if pm.weight_factor is not None:
-            objective_bound = bound * pm.weight_factor * part.scale
+            objective_bound = weighted * pm.weight_factor * part.scale
     if optimal and len(part.memories) == 1:
         m = part.memories[0]
         per_memory[m] = peak[m] * part.scale  # its optimum bounds the whole memory's peak
     return Result(placements, proven_optimal=optimal, bound=per_memory, objective_bound=objective_bound,
-                  message=message, stats=stats)
+                  lost_bound=lost_bound, message=message, stats=stats)
 
 
 def hint_choices(part: Part) -> list[Choice] | None:

@@ -75,6 +75,7 @@ from optplan.validate import validate
 SOLVERS = ("cbc", "highs")
 _STARTUP = {"cbc": 0.4, "highs": 0.5}  # seconds a solver's child process needs to start and report
 _DISPLAY = {"cbc": "CBC", "highs": "HiGHS"}
+LOST_STAGE = "(lost benefit)"  # the stage after the peaks' under min-peak: the tie-break
 EXACT_LIMIT = 1e12  # largest model objective a MIP solver (doubles) still resolves to one unit
 
 
@@ -96,18 +97,52 @@ class Model:
     factor: int | None  # objective_weights = factor * weights; None: solved in lexicographic stages
     stages: tuple[str, ...]  # memories minimized one after the other (slowest first), or ()
     groups: list[list[int]]  # identical units, ordered in the model
+    shift: int = 1  # > 1: the lost benefit is in the model objective (Objective.combine, in model units)
+    lost_expr: pulp.LpAffineExpression | None = None  # the lost benefit, minimized in the last stage
+    lost_unit: int = 1  # bytes of benefit per model unit of lost benefit
+
+    def lost_coefficients(self) -> list[dict[str, int]]:
+        """Per unit with a memory choice: the lost benefit (model units) of each memory."""
+        tw = self.objective.tier_weights(self.part.problem)
+        raw = [{m: u.gain * tw[m] for m in u.memories} if self.assign[i] else {} for i, u in enumerate(self.part.units)]
+        self.lost_unit = math.gcd(*(c for r in raw for c in r.values())) or 1
+        return [{m: c // self.lost_unit for m, c in r.items()} for r in raw]
+
+    def lost_terms(self) -> tuple[pulp.LpAffineExpression, int]:
+        """The lost benefit of the units with a choice as a linear expression, and its maximum."""
+        if not self.objective.counts_benefit:
+            return pulp.LpAffineExpression(), 0
+        coef = self.lost_coefficients()
+        expr = pulp.lpSum(c * self.assign[i][m] for i, r in enumerate(coef) for m, c in r.items() if c)
+        return expr, sum(max(r.values(), default=0) for r in coef)
+
+    def split(self, value: int) -> tuple[int, int]:
+        """(weighted peaks, lost benefit) in model units from a model objective value or bound."""
+        if self.shift == 1:
+            return value, 0
+        if self.objective.benefit_first:
+            lost, weighted = divmod(value, self.shift)
+            return weighted, lost
+        return divmod(value, self.shift)
 
     def value(self, choices: Sequence[Choice]) -> int:
         """The (first) model objective of a plan of the part (grid units)."""
         peak = part_peaks(self.part, choices)
-        return sum(self.weights[m] * max(self.floor[m], peak[m]) for m in self.peak)
+        weighted = sum(self.weights[m] * max(self.floor[m], peak[m]) for m in self.peak)
+        if self.shift == 1:
+            return weighted
+        coef = self.lost_coefficients()
+        lost = sum(r[m] for r, (m, _) in zip(coef, choices) if r)
+        return lost * self.shift + weighted if self.objective.benefit_first else weighted * self.shift + lost
 
     def key(self, choices: Sequence[Choice]) -> tuple[int, ...]:
         """Orders plans as the objective does (smaller is better)."""
         if not self.stages:
             return (self.value(choices),)
         peak = part_peaks(self.part, choices)
-        return tuple(max(self.floor[m], peak[m]) for m in self.stages)
+        coef = self.lost_coefficients() if LOST_STAGE in self.stages else []
+        lost = sum(r[m] for r, (m, _) in zip(coef, choices) if r)
+        return tuple(lost if m == LOST_STAGE else max(self.floor[m], peak[m]) for m in self.stages)
 
 
 def _name(problem: Problem, memory: str) -> int:
@@ -175,7 +210,8 @@ def build_model(part: Part, objective: Objective | str | None = None, incumbent:
         weights, factor, stages = {m: 0 for m in mems}, 1, ()
     else:
         weights, factor, stages = model_weights(part, horizon, objective)
-    if incumbent is not None and objective.optimizes:
+    if incumbent is not None and objective.optimizes and not (objective.benefit_first and _choices(part)):
+        # (fast-first: a plan keeping more benefit may have higher peaks than the incumbent)
         inc = part_peaks(part, incumbent)
         value = sum(weights[m] * max(floor[m], inc[m]) for m in mems)
         for m in mems:
@@ -286,11 +322,21 @@ def build_model(part: Part, objective: Objective | str | None = None, incumbent:
                 lp += (pulp.lpSum(rank[m] * assign[a][m] for m in u.memories)
                        <= pulp.lpSum(rank[m] * assign[b][m] for m in u.memories)), f"sym_memory_{a}_{b}"
 
+    model = Model(part, lp, objective, offset, assign, ks, same, order, peak, floor, weights, factor, stages, groups)
     if not objective.optimizes:
         lp += pulp.LpAffineExpression()
     else:
-        lp += pulp.lpSum(weights[m] * peak[m] for m in mems)
-    model = Model(part, lp, objective, offset, assign, ks, same, order, peak, floor, weights, factor, stages, groups)
+        weighted = pulp.lpSum(weights[m] * peak[m] for m in mems)
+        lost, top = model.lost_terms()
+        w_top = sum(weights[m] * horizon[m] for m in mems) + 1
+        shift = max(w_top if objective.benefit_first else top + 1, 2)  # 1 would mean "no benefit term"
+        if top and not stages and (top + 1) * w_top < EXACT_LIMIT:
+            model.shift = shift
+            lp += shift * lost + weighted if objective.benefit_first else shift * weighted + lost
+        else:
+            lp += weighted
+            if top and stages and not objective.benefit_first:  # the tie-break: one more stage
+                model.stages, model.lost_expr = stages + (LOST_STAGE,), lost
     if incumbent is not None:
         warm_start(model, incumbent)
     return model
@@ -563,7 +609,7 @@ def solve_part(part: Part, solver: str, seconds: float | None, objective: Object
     stats: dict[str, object] = {"units": len(part.units)}
     if start is not None:
         peak = part_peaks(part, start)
-        if all(peak[m] <= max(part.lower[m], floor.get(m, 0)) for m in part.memories):
+        if all(peak[m] <= max(part.lower[m], floor.get(m, 0)) for m in part.memories) and not _trades_benefit(objective, part):
             # the heuristic plan meets the lower bound: nothing to prove
             return Result(part.placements(start), proven_optimal=objective.optimizes, stats=stats)
     try:
@@ -577,7 +623,7 @@ def solve_part(part: Part, solver: str, seconds: float | None, objective: Object
         if n:  # keep what the earlier stage reached, minimize the next memory
             prev = stages[n - 1]
             model.lp += model.peak[prev] <= model.key(choices)[n - 1], f"stage_{n}"  # type: ignore[arg-type]
-            model.lp.setObjective(pulp.lpSum([model.peak[mem]]))
+            model.lp.setObjective(model.lost_expr if mem == LOST_STAGE else pulp.lpSum([model.peak[mem]]))
             warm_start(model, choices)  # type: ignore[arg-type]
         # the solver runs in a child process: leave its start-up out of the budget
         left = None if seconds is None else seconds - (time.perf_counter() - t0)
@@ -628,7 +674,11 @@ def _result(model: Model, choices: Sequence[Choice], proven: bool, bound: float 
     value = model.value(choices)  # the first objective (the only one unless in stages)
     b = value if proven else (None if bound is None else math.ceil(bound - 1e-6 - 1e-9 * abs(bound)))
     per_memory: dict[str, int] = {}
-    objective_bound = None
+    objective_bound = lost_bound = None
+    if b is not None and model.shift > 1:
+        b, lost = model.split(b)  # the second holds given the first at its bound
+        tw = model.objective.tier_weights(part.problem)
+        lost_bound = lost * model.lost_unit + sum(u.gain * tw[u.memories[0]] for u in part.units if len(u.memories) == 1)
     if b is not None:
         floor_total = sum(model.weights[m] * model.floor[m] for m in model.peak)
         alone = [m for m in model.peak if model.weights[m] > 0]
@@ -638,8 +688,20 @@ def _result(model: Model, choices: Sequence[Choice], proven: bool, bound: float 
                 per_memory[m] = -(-b // model.weights[m]) * g
         elif model.factor is not None and all(model.floor[m] == part.lower[m] for m in model.peak):
             objective_bound = b * model.factor * g
+    if proven and model.shift == 1 and LOST_STAGE not in model.stages and _trades_benefit(model.objective, part):
+        proven, message = False, "the MIP minimizes the peaks only; the benefit kept in faster memories is not proven"
     return Result(part.placements(choices), proven_optimal=proven, bound=per_memory,
-                  objective_bound=objective_bound, message=message, stats=stats)
+                  objective_bound=objective_bound, lost_bound=lost_bound, message=message, stats=stats)
+
+
+def _choices(part: Part) -> bool:
+    return any(len(u.memories) > 1 for u in part.units)
+
+
+def _trades_benefit(objective: Objective, part: Part) -> bool:
+    """Units choose between memories and the objective values the benefit kept in faster ones:
+    the MIP, which minimizes the peaks, proves nothing about that."""
+    return objective.counts_benefit and any(len(u.memories) > 1 for u in part.units)
 
 
 def milp(problem: Problem, solver: str, time_limit: float | None, workers: int, seed: int,

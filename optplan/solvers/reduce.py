@@ -32,9 +32,9 @@ from functools import cached_property
 import numpy as np
 
 from optplan.bounds import lower_bounds
-from optplan.objective import Objective
 from optplan.plan import Placement, peaks
 from optplan.planners import Result
+from optplan.objective import Objective, fastest_fit
 from optplan.problem import Problem, Unit
 
 Choice = tuple[str, int]  # (memory, root offset) of one unit
@@ -255,7 +255,7 @@ def pieces_meet(u: Unit, v: Unit) -> bool:
 
 
 def identical_groups(units: Sequence[Unit]) -> list[list[int]]:
-    """Indices of interchangeable units (same footprint, memories, alignment; not fixed).
+    """Indices of interchangeable units (same footprint, memories, alignment, benefit; not fixed).
 
     Swapping two of them maps a plan to an equally good plan, so a solver may order them
     (e.g. by memory, then offset) without losing an optimum; hints must be ordered the same way
@@ -264,7 +264,7 @@ def identical_groups(units: Sequence[Unit]) -> list[list[int]]:
     groups: dict[tuple, list[int]] = {}
     for i, u in enumerate(units):
         if u.fixed_offset is None:
-            key = (u.pieces, u.memories, tuple(sorted(u.modulus.items())), u.low, u.high, u.top)
+            key = (u.pieces, u.memories, tuple(sorted(u.modulus.items())), u.low, u.high, u.top, u.gain)
             groups.setdefault(key, []).append(i)
     return [g for g in groups.values() if len(g) > 1]
 
@@ -330,21 +330,32 @@ def merge(reduction: Reduction, results: Sequence[Result]) -> Result:
     for part, res in zip(parts, results):
         for m in part.memories:
             bound[m] = max(bound[m], part.lower[m] * part.scale, (res.bound or {}).get(m, 0))
-    optimal, objective_bound = True, 0
+    objective = reduction.objective
+    optimal, weighted_bound, lost_bound = True, 0, objective.lost_floor(problem)
     for c in sorted({p.component for p in parts}):
         idx = [i for i, p in enumerate(parts) if p.component == c]
         mems = sorted({m for i in idx for m in parts[i].memories})
         by_memory = sum(weights[m] * bound[m] for m in mems)
         if len(idx) == 1:
-            res = results[idx[0]]
-            objective_bound += max(by_memory, res.objective_bound or 0)
-            optimal &= res.proven_optimal or all(peak[m] <= bound[m] for m in mems)
-        else:
-            objective_bound += by_memory
+            res, part = results[idx[0]], parts[idx[0]]
+            weighted_bound += max(by_memory, res.objective_bound or 0)
+            lost, floor = objective.lost(problem, res.placements or {}), part_lost_floor(objective, part)
+            if res.lost_bound is not None:
+                lost_bound += max(res.lost_bound - floor, 0)
+            optimal &= res.proven_optimal or (all(peak[m] <= bound[m] for m in mems) and lost <= floor)
+        else:  # time sections of one memory: no choice, the lost benefit is fixed
+            weighted_bound += by_memory
             optimal &= all(peak[m] <= bound[m] for m in mems)
     messages = sorted({res.message for res in results if res.message})
-    return Result(placements, proven_optimal=optimal and reduction.objective.optimizes, bound=bound,
-                  objective_bound=objective_bound, message="; ".join(messages), stats=_stats(parts, results))
+    return Result(placements, proven_optimal=optimal and objective.optimizes, bound=bound,
+                  objective_bound=weighted_bound, lost_bound=lost_bound,
+                  message="; ".join(messages), stats=_stats(parts, results))
+
+
+def part_lost_floor(objective: Objective, part: Part) -> int:
+    """The lost benefit of ``part``'s buffers with each unit in its fastest memory."""
+    tw = objective.tier_weights(part.problem)
+    return sum(u.gain * tw[fastest_fit(part.problem, u)] for u in part.units)
 
 
 def _stats(parts: Sequence[Part], results: Sequence[Result]) -> dict[str, object]:

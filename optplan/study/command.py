@@ -110,36 +110,9 @@ def plot_command(args: argparse.Namespace, out: Console) -> int:
     return EXIT_OK
 
 
-_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1000, "mb": 10 ** 6, "gb": 10 ** 9}
-
-
-def _size(text: str, spec: str) -> int:
-    import re
-
-    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
-    if not m or m.group(2).lower() not in _UNITS:
-        raise OptplanError(f"--memory {spec!r}: bad size {text!r}; use bytes or KiB/MiB/GiB, e.g. 64KiB")
-    return int(m.group(1)) * _UNITS[m.group(2).lower()]
-
-
 def memories_from_specs(specs: list[str] | None):  # type: ignore[no-untyped-def]
-    """``--memory NAME[:CAPACITY][:align=N]``, fastest first (None: keep each problem's memories)."""
-    from optplan.errors import ProblemError
-    from optplan.problem import Memory
+    """``--memory NAME[:CAPACITY][:align=N]``, fastest first (None: keep each problem's memories);
+    the one parser of memory specs is ``optplan.memspec``."""
+    from optplan.memspec import parse_memories
 
-    if not specs:
-        return None
-    memories = []
-    for spec in specs:
-        name, *rest = spec.split(":")
-        fields: dict = {"name": name}
-        for part in rest:
-            if part.startswith("align="):
-                fields["alignment"] = _size(part[6:], spec)
-            else:
-                fields["capacity"] = _size(part, spec)
-        try:
-            memories.append(Memory(**fields))
-        except (ProblemError, TypeError) as e:
-            raise OptplanError(f"--memory {spec!r}: {e}") from None
-    return tuple(memories)
+    return parse_memories(specs) if specs else None

@@ -1,0 +1,219 @@
+"""Staging-limit heuristics: choose what stays in fast memory on the usage curve, then pack.
+
+Both decide, memory by memory fastest first, which units a capacitated memory should hold by
+looking only at the *usage curve* (bytes live per step against the capacity, the staging
+limit), as the production tools they model do. A real packing step follows: the chosen units
+are placed at offsets (fixed ones first, then by decreasing size, first fit). A selection whose
+load fits the curve may still not pack (fragmentation); the units that do not fit then go to the
+next memory, and ``stats["selection_packs"]`` says whether that happened, so a study can count it.
+
+* ``vela-staging``: Arm Vela's rule for feature maps in fast storage, in our own words: evict the
+  units that can never fit, keep the units that always fit (the curve stays under the limit over
+  their whole lifetime even with every candidate in), and decide the rest exhaustively per
+  connected group of competing units (linked by the steps where the curve is over the limit),
+  maximising the benefit kept, for groups of up to ``GROUP_LIMIT`` units; larger groups greedily
+  by benefit per byte.
+* ``executorch-fastest-fit``: ExecuTorch's hierarchical greedy (Cadence backend) as a selection:
+  by decreasing size, each unit goes to the fastest memory whose curve still has room for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from optplan.heuristics.packer import Packer, fixed_first
+from optplan.planners import Result, planner
+from optplan.problem import Problem, Unit
+
+GROUP_LIMIT = 20  # exhaustive search per group of competing units up to this many (Vela's rule)
+NODE_LIMIT = 1 << 20  # per group: the search keeps its best subset after this many nodes
+
+Selector = Callable[[Problem, str, list[Unit], "Curve"], tuple[set[str], dict[str, int]]]
+
+
+class Curve:
+    """Bytes live per elementary step of one memory: a base load plus chosen units."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.times = np.array(sorted({t for u in problem.units for p in u.pieces for t in p[:2]}), np.int64)
+        self.load = np.zeros(max(len(self.times) - 1, 0), np.int64)
+
+    def span(self, u: Unit) -> list[tuple[int, int, int]]:
+        """(first slot, end slot, bytes) per piece of ``u``."""
+        s = np.searchsorted
+        return [(int(s(self.times, a)), int(s(self.times, b)), y1 - y0) for a, b, y0, y1 in u.pieces]
+
+    def add(self, u: Unit, sign: int = 1) -> None:
+        for i, j, h in self.span(u):
+            self.load[i:j] += sign * h
+
+    def room(self, u: Unit, capacity: int) -> bool:
+        """Whether adding ``u`` keeps the curve at or under ``capacity`` over its lifetime."""
+        return all(int(self.load[i:j].max(initial=0)) + h <= capacity for i, j, h in self.span(u))
+
+
+def _vela(problem: Problem, memory: str, candidates: list[Unit], curve: Curve) -> tuple[set[str], dict[str, int]]:
+    cap = problem.memory(memory).capacity
+    assert cap is not None
+    fits = [u for u in candidates if u.lowest_offset(memory) + u.high <= cap]  # the rest never fits
+    full = Curve.__new__(Curve)
+    full.times, full.load = curve.times, curve.load.copy()
+    for u in fits:
+        full.add(u)
+    over = full.load > cap
+    keep = {u.root for u in fits if not any(over[i:j].any() for i, j, _ in curve.span(u))}
+    rest = [u for u in fits if u.root not in keep]
+    for u in fits:
+        if u.root in keep:
+            curve.add(u)
+    # connected groups: units over-limit at a common step
+    parent = list(range(len(rest)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    # each piece covers a run of the over-limit steps (by index): overlapping runs share a step
+    steps = np.flatnonzero(over)
+    runs = []
+    for k, u in enumerate(rest):
+        for i, j, _ in curve.span(u):
+            a, b = int(np.searchsorted(steps, i)), int(np.searchsorted(steps, j)) - 1
+            if a <= b:
+                runs.append((a, b, k))
+    runs.sort()
+    reach, head = -1, -1
+    for a, b, k in runs:
+        if a <= reach:
+            parent[find(k)] = find(head)
+        else:
+            head = k
+        reach = max(reach, b)
+    groups: dict[int, list[Unit]] = {}
+    for k, u in enumerate(rest):
+        groups.setdefault(find(k), []).append(u)
+    exhaustive = 0
+    for group in groups.values():
+        chosen = _best_subset(group, curve, cap) if len(group) <= GROUP_LIMIT else _greedy_subset(group, curve, cap)
+        exhaustive += len(group) <= GROUP_LIMIT
+        keep |= chosen
+    stats = {"evicted": len(candidates) - len(fits), "kept_always": len(fits) - len(rest),
+             "groups": len(groups), "groups_exhaustive": exhaustive,
+             "largest_group": max((len(g) for g in groups.values()), default=0)}
+    return keep, stats
+
+
+def _best_subset(group: list[Unit], curve: Curve, cap: int) -> set[str]:
+    """The subset of ``group`` with the most benefit whose units fit the curve together
+    (depth-first, by decreasing benefit, pruned by the benefit still available); the chosen
+    units are added to ``curve``."""
+    group = sorted(group, key=lambda u: -u.gain)
+    suffix = np.cumsum([u.gain for u in group][::-1])[::-1].tolist() + [0]
+    best: list = [-1, []]
+    chosen: list[Unit] = []
+    nodes = [0]
+
+    def dfs(k: int, value: int) -> None:
+        nodes[0] += 1
+        if value + suffix[k] <= best[0] or nodes[0] > NODE_LIMIT:
+            return
+        if k == len(group):
+            best[0], best[1] = value, list(chosen)
+            return
+        u = group[k]
+        if curve.room(u, cap):
+            curve.add(u)
+            chosen.append(u)
+            dfs(k + 1, value + u.gain)
+            chosen.pop()
+            curve.add(u, -1)
+        dfs(k + 1, value)
+
+    dfs(0, 0)
+    for u in best[1]:
+        curve.add(u)
+    return {u.root for u in best[1]}
+
+
+def _greedy_subset(group: list[Unit], curve: Curve, cap: int) -> set[str]:
+    out = set()
+    for u in sorted(group, key=lambda u: (-u.gain / max(u.height, 1), -u.gain)):
+        if curve.room(u, cap):
+            curve.add(u)
+            out.add(u.root)
+    return out
+
+
+def _fastest_fit(problem: Problem, memory: str, candidates: list[Unit], curve: Curve) -> tuple[set[str], dict[str, int]]:
+    cap = problem.memory(memory).capacity
+    assert cap is not None
+    keep = set()
+    for u in sorted(candidates, key=lambda u: (-u.height, u.start)):
+        if u.lowest_offset(memory) + u.high <= cap and curve.room(u, cap):
+            curve.add(u)
+            keep.add(u.root)
+    return keep, {}
+
+
+def stage(problem: Problem, select: Selector) -> Result:
+    """Select per capacitated memory (fastest first) on the usage curve, then pack."""
+    packer = Packer(problem)
+    todo = list(problem.units)
+    stats: dict[str, object] = {"selection_packs": True, "spilled_after_packing": 0}
+    for mi, mem in enumerate(problem.memories):
+        last = mi == len(problem.memories) - 1
+        here = [u for u in todo if mem.name in u.memories]
+        forced = [u for u in here if u.memories[-1] == mem.name or not u.pieces]  # no slower memory left
+        if mem.capacity is None or last:
+            chosen = here
+        else:
+            curve = Curve(problem)
+            for u in forced:
+                curve.add(u)
+            free = [u for u in here if u not in forced]
+            keep, info = select(problem, mem.name, free, curve)
+            stats.update({f"{mem.name}_{k}": v for k, v in info.items()})
+            chosen = forced + [u for u in free if u.root in keep]
+        spilled = _pack(packer, mem.name, chosen)
+        failed = [u for u in spilled if u.memories[-1] == mem.name or last]
+        if failed:
+            return Result(None, message=f"could not place buffer {failed[0].root!r} in memory {mem.name!r} "
+                                        "or any slower one", stats=stats)
+        if spilled:
+            stats["selection_packs"] = False
+            stats["spilled_after_packing"] = int(stats["spilled_after_packing"]) + len(spilled)  # type: ignore[call-overload]
+        placed = {u.root for u in chosen} - {u.root for u in spilled}
+        todo = [u for u in todo if u.root not in placed]
+    return Result(packer.placements, stats=stats)
+
+
+def _pack(packer: Packer, memory: str, units: Sequence[Unit]) -> list[Unit]:
+    """Place ``units`` in ``memory`` (fixed first, then by decreasing size, first fit); the ones
+    that do not fit are returned."""
+    order = fixed_first(sorted(units, key=lambda u: (-u.height, u.start, u.root)))
+    out = []
+    for u in order:
+        o = packer.fit(u, memory, "first")
+        if o is None:
+            out.append(u)
+        else:
+            packer.place(u, memory, o)
+    return out
+
+
+@planner("vela-staging")
+def vela_staging(problem: Problem) -> Result:
+    """Arm Vela's staging rule per capacitated memory (evict never-fits, keep always-fits,
+    exhaustive per group of up to 20), then a real packing; stats: selection_packs."""
+    return stage(problem, _vela)
+
+
+@planner("executorch-fastest-fit")
+def executorch_fastest_fit(problem: Problem) -> Result:
+    """ExecuTorch's hierarchical greedy: by decreasing size into the fastest memory whose usage
+    curve has room, then a real packing; stats: selection_packs."""
+    return stage(problem, _fastest_fit)

@@ -1,0 +1,98 @@
+"""What a plan means per memory, in words a chip engineer uses (the CLI's report and ``--json``).
+
+Per memory: capacity, peak, a lower bound on the peak, the bytes and the benefit kept there. The
+bound is the planner's proven one (``Plan.lower_bound``), lifted where the solver proved more:
+when the plan is OPTIMAL, every peak the objective minimises is proven for that objective, and a
+memory's peak is never below the most bytes its buffers have live at one step (so the bound is
+never 0 where the memory holds bytes). Status and gaps agree: OPTIMAL shows gap 0 everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from optplan.plan import Plan, Status, usage_curve
+from optplan.problem import Problem
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    name: str
+    capacity: int | None
+    peak: int
+    bound: int  # lower bound on the peak (see the module docstring)
+    minimised: bool  # the objective minimises this peak (weight > 0)
+    buffers: int
+    bytes: int  # sum of the sizes of the buffers placed there
+    benefit: int  # sum of their benefit (Buffer.gain)
+    live: int  # the most bytes live at one step
+
+    @property
+    def gap(self) -> float | None:
+        if self.peak <= self.bound:
+            return 0.0
+        return None if self.bound <= 0 else self.peak / self.bound - 1.0
+
+
+def memory_rows(problem: Problem, plan: Plan) -> list[MemoryRow]:
+    """One row per memory, fastest first (empty when no plan was found)."""
+    if not plan.found:
+        return []
+    weights = plan.objective.weights(problem)
+    rows = []
+    for m in problem.memories:
+        mine = [b for b in problem.buffers if plan.placements[b.id].memory == m.name]
+        curve = None if problem.concurrent else usage_curve(problem, plan.placements, m.name)
+        live = int(curve.live.max()) if curve is not None and len(curve.live) else 0
+        peak = plan.peak.get(m.name, 0)
+        minimised = weights[m.name] > 0 and plan.objective.optimizes
+        bound = max(plan.lower_bound.get(m.name, 0), live)
+        if plan.status is Status.OPTIMAL and minimised:
+            bound = peak  # proven optimal for the objective
+        rows.append(MemoryRow(m.name, m.capacity, peak, bound, minimised, len(mine), sum(b.size for b in mine),
+                              sum(b.gain for b in mine), live))
+    return rows
+
+
+def size_text(n: int | None) -> str:
+    """Bytes for people: 4,096 B, 1.21 MiB."""
+    if n is None:
+        return "unbounded"
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if abs(n) >= 1 << shift:
+            return f"{n / (1 << shift):.2f} {unit}"
+    return f"{n:,} B"
+
+
+def objective_words(problem: Problem, plan: Plan) -> str:
+    """The objective and how far the plan is from what is proven, in words; e.g. "fast-first:
+    sram holds 6.00 KiB of benefit, 6.00 KiB possible (proven); dram peak 98.66 KiB, bound 97.66 KiB"."""
+    if not plan.found:
+        return f"{plan.objective}: no plan"
+    rows = memory_rows(problem, plan)
+    proven = plan.status is Status.OPTIMAL
+    parts = []
+    kept = dict((name, (v, b)) for name, v, b in plan.components)
+    if "benefit kept" in kept and len(rows) > 1:
+        v, b = kept["benefit kept"]
+        fast = rows[:-1]
+        where = " and ".join(r.name for r in fast)
+        held = sum(r.benefit for r in fast)
+        parts.append(f"{where} {'hold' if len(fast) > 1 else 'holds'} {size_text(held)} of benefit, "
+                     f"{size_text(held + b - v)} possible" + (" (proven)" if proven else " (bound)"))
+    for r in reversed(rows):
+        if r.minimised:
+            parts.append(f"{r.name} peak {size_text(r.peak)}, bound {size_text(r.bound)}")
+    if not plan.objective.optimizes:
+        parts = ["any plan within the capacities"]
+    return f"{plan.objective}: " + "; ".join(parts)
+
+
+def infeasible_proof(problem: Problem, plan: Plan) -> str:
+    """Why no plan exists, naming the memory: the bound's proof (memory, step, load against the
+    capacity) or the solver that proved it, with the capacities it proved them too small for."""
+    capped = [m for m in problem.memories if m.capacity is not None]
+    text = plan.message or "proven infeasible"
+    if not any(repr(m.name) in text or f"memory {m.name}" in text for m in problem.memories):
+        text += " (capacities: " + ", ".join(f"memory {m.name!r} {size_text(m.capacity)}" for m in capped) + ")"
+    return text
