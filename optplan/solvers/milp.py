@@ -593,7 +593,9 @@ def best_heuristic(problem: Problem, seed: int = 0) -> dict[str, Placement] | No
     """The best plan of the constructive heuristics (compiled: about a second on 60k buffers), or None."""
     plans, _errors = run_heuristics(problem, seed, improve=False)  # a failing heuristic is simply not a candidate
     found = [p for p in plans if p.found]
-    return min(found, key=lambda p: p.objective_value).placements if found else None  # type: ignore[arg-type, return-value]
+    # ties (e.g. a weight-0 memory scores every plan 0) go to the lowest peaks: a plan stacked
+    # higher than the model's horizons (naive's) cannot be its warm start
+    return min(found, key=lambda p: (p.objective_value, sum(p.peak.values()))).placements if found else None  # type: ignore[arg-type, return-value]
 
 
 def solve_part(part: Part, solver: str, seconds: float | None, objective: Objective,
