@@ -20,9 +20,11 @@ from rich.table import Table
 
 from optplan import planners
 from optplan.bounds import lower_bounds, peak_load
+from optplan.deadline import Deadline
 from optplan.errors import OptplanError, PlannerBug
 from optplan.formats import check_output, read_placements, read_problem, write_plan, write_problem
 from optplan.formats.native_json import plan_to_dict
+from optplan.lifecycle import interruptible
 from optplan.memspec import parse_memories
 from optplan.objective import Objective
 from optplan.plan import Plan, Status, peaks, usage_curve
@@ -128,24 +130,43 @@ def _progress_printer() -> tuple[Callable[[dict], None] | None, Callable[[], Non
     return progress, progress.stop
 
 
-def cmd_solve(args: argparse.Namespace) -> int:
-    problem = _load(args)
-    progress, stop = _progress_printer() if not args.json else (None, lambda: None)
+def _deadline(args: argparse.Namespace) -> Deadline:
+    """The run's one Deadline, made before the problem is read: reading counts against the limit."""
     try:
-        plan = planners.solve(problem, args.planner, time_limit=args.time_limit, workers=args.workers,
-                              seed=args.seed, objective=args.objective, progress=progress,
-                              deterministic=args.deterministic or None)
-    finally:
-        stop()
-    if args.output and plan.found:
-        write_plan(problem, plan, args.output)
+        return Deadline(args.time_limit, getattr(args, "deterministic", False))
+    except ValueError as e:
+        raise OptplanError(f"--time-limit: {e}") from None
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    planners.prepare_planner(args.planner)  # compiling is not the user's time
+    deadline = _deadline(args)
+    with interruptible(deadline) as signals:
+        problem = _load(args)
+        signals.solving = True  # from here a signal stops the planners, and their best plan is kept
+        progress, stop = _progress_printer() if not args.json else (None, lambda: None)
+        try:
+            plan = planners.solve(problem, args.planner, deadline=deadline, workers=args.workers,
+                                  seed=args.seed, objective=args.objective, progress=progress)
+        finally:
+            stop()
+        if args.output and plan.found:
+            write_plan(problem, plan, args.output)
+    _report_plan(args, problem, plan)
+    if signals.exit_code is not None:
+        err.print("optplan: interrupted" + (f"; the best plan found is in {args.output}" if args.output and plan.found
+                                            else ""), markup=False)
+        return signals.exit_code
+    return EXIT_OK if plan.found else EXIT_NO_PLAN
+
+
+def _report_plan(args: argparse.Namespace, problem: Problem, plan: Plan) -> None:
     if args.json:
         out.print(json.dumps(plan_to_dict(plan)), markup=False)
     else:
         _print_plan(problem, plan)
         if args.output and plan.found:
             out.print(f"plan written to {args.output}", markup=False)
-    return EXIT_OK if plan.found else EXIT_NO_PLAN
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -425,7 +446,7 @@ def _parser() -> argparse.ArgumentParser:
     memory_arg(s)
     s.add_argument("--planners", help="comma-separated planner names (default: all heuristics)")
     s.add_argument("--time-limit", type=_option("time_limit", float, seconds=True), default=None,
-                   help="budget for planners that search (e.g. hill-climb)")
+                   help="seconds for all planners together, reading included; each takes a share of what is left")
     s.add_argument("--seed", type=_option("seed", int), default=None)
     s.add_argument("--json", action="store_true", help="print a JSON list, one plan object per run")
     s.set_defaults(run=cmd_compare)
@@ -489,9 +510,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PlannerBug as e:
         err.print(f"optplan: internal error: {e}", markup=False)
         return EXIT_NO_PLAN
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:  # before the solve started (reading): nothing to keep
         err.print("optplan: interrupted", markup=False)
-        return 130
+        return getattr(e, "code", 130)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from os import PathLike
 
 from optplan.bounds import lower_bounds
+from optplan.deadline import Deadline
 from optplan.errors import OptplanError, PlannerBug
 from optplan.objective import Objective
 from optplan.plan import Placement, Plan, Status, peaks
@@ -49,16 +50,23 @@ class Result:
 
 
 PlannerFn = Callable[..., Result]
+# options of every planner that takes a ``deadline``: the registry turns them into one Deadline
+TIME_OPTIONS = frozenset({"time_limit", "deterministic", "deadline"})
 _REGISTRY: dict[str, Callable[..., Plan]] = {}
 _loaded = False
 
 
-def planner(name: str, clocks: bool = False) -> Callable[[PlannerFn], Callable[..., Plan]]:
+def planner(name: str, clocks: bool = False,
+            prepare: Callable[[], object] | None = None) -> Callable[[PlannerFn], Callable[..., Plan]]:
     """Register ``fn`` under ``name``; the returned function yields validated Plans.
-    ``clocks``: it handles concurrent lifetimes (vector clocks); others refuse such problems."""
+    ``clocks``: it handles concurrent lifetimes (vector clocks); others refuse such problems.
+    ``prepare`` runs once before the planner's deadline starts (compiling kernels: see ``prepare``)."""
 
     def register(fn: PlannerFn) -> Callable[..., Plan]:
         accepted = set(inspect.signature(fn).parameters) - {"problem"}
+        timed = "deadline" in accepted
+        if timed:
+            accepted |= TIME_OPTIONS
 
         def run(problem: Problem, **options: object) -> Plan:
             t0 = time.perf_counter()
@@ -71,11 +79,20 @@ def planner(name: str, clocks: bool = False) -> Callable[[PlannerFn], Callable[.
             objective = Objective.parse(options.pop("objective", None), problem)  # type: ignore[arg-type]
             if "objective" in accepted:
                 options["objective"] = objective
+            if timed:
+                if options.get("deadline") is None:
+                    prepare_planner(name)  # before a deadline made here starts
+                options["deadline"] = make_deadline(options)
             bounds = lower_bounds(problem)
             if bounds.infeasible is not None:
                 result = Result(None, proven_infeasible=True, message=bounds.infeasible)
             else:
                 result = fn(problem, **options)
+            reason = options["deadline"].cancelled if timed else None  # type: ignore[attr-defined]
+            if reason:
+                result.stats["stopped"] = reason
+                if reason not in result.message:
+                    result.message = f"{result.message}; {reason}" if result.message else reason
             return finish(problem, result, name, time.perf_counter() - t0, objective)
 
         run.__name__ = fn.__name__
@@ -83,12 +100,37 @@ def planner(name: str, clocks: bool = False) -> Callable[[PlannerFn], Callable[.
         run.__wrapped__ = fn  # type: ignore[attr-defined]
         run.options = accepted  # type: ignore[attr-defined]
         run.clocks = clocks  # type: ignore[attr-defined]
+        run.prepare = prepare  # type: ignore[attr-defined]
         if name in _REGISTRY:
             raise RuntimeError(f"planner {name!r} registered twice")
         _REGISTRY[name] = run
         return run
 
     return register
+
+
+def prepare_planner(name: str) -> None:
+    """What a planner needs before it can start (e.g. numba compiling the search kernels, 18 s the
+    first time after an install): done outside any time limit, since the user asked for none of it."""
+    prep = getattr(get(name), "prepare", None)
+    if prep is not None:
+        prep()
+
+
+def make_deadline(options: dict[str, object]) -> Deadline:
+    """The Deadline a planner runs on, from the public options ``time_limit`` (seconds, None: no
+    limit) and ``deterministic``, or a ``deadline`` given as such (not both); pops them."""
+    limit, det, given = (options.pop(k, None) for k in ("time_limit", "deterministic", "deadline"))
+    if given is not None:
+        if limit is not None or det:
+            raise OptplanError("give either deadline= or time_limit=/deterministic=, not both")
+        if not isinstance(given, Deadline):
+            raise OptplanError(f"deadline must be an optplan.deadline.Deadline, got {type(given).__name__}")
+        return given
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float))
+                              or not 0 <= limit < float("inf")):
+        raise OptplanError(f"time_limit must be a finite number of seconds >= 0, got {limit!r}")
+    return Deadline(None if limit is None else float(limit), bool(det))
 
 
 def finish(problem: Problem, result: Result, name: str, seconds: float, objective: Objective | None = None) -> Plan:
@@ -200,6 +242,7 @@ _OPTIONS: dict[str, tuple[Callable[[object], bool], str]] = {
     "iterations": (lambda v: _whole(v, 1, 2**63 - 1), "a positive integer"),
     "objective": (lambda v: isinstance(v, Objective) or v in Objective.NAMES, "one of " + ", ".join(map(repr, Objective.NAMES))),
     "deterministic": (lambda v: isinstance(v, bool), "True or False"),
+    "deadline": (lambda v: isinstance(v, Deadline), "an optplan.deadline.Deadline"),
     "progress": (callable, "a function taking a dict"),
 }
 

@@ -21,6 +21,7 @@ from dataclasses import replace
 import numpy as np
 
 from optplan import planners
+from optplan.deadline import Deadline
 from optplan.heuristics.run import run_heuristics
 from optplan.objective import Goal, Objective
 from optplan.plan import Plan, Status, peaks
@@ -28,20 +29,19 @@ from optplan.planners import Result, planner
 from optplan.problem import Problem, objective_weights
 from optplan.solvers.cpsat import (
     FULL_MODEL_MAX_UNITS,
-    Outcome,
     PartModel,
     Settings,
     Tracker,
     at_floor,
     part_peaks,
-    part_value,
     part_result,
+    part_value,
     run,
+    stop_reason,
 )
 from optplan.solvers.reduce import Choice, Part, Reduction, merge, reduce, settle
 from optplan.solvers.selection import pack_selection, selection_bound
 
-HEURISTIC_SHARE = 0.25  # deterministic mode: the time limit's share counted for the heuristics (parts get the rest)
 # of a single-memory part's time, for the exact search engine when it is registered (CP-SAT and LNS
 # get the rest): on minimalloc/D in 20 s, 0.8 gave 1.0498 x the bound and 0.4 gave 1.0644; equal in 60 s
 SEARCH_SHARE = 0.8
@@ -50,15 +50,16 @@ SEARCH_MEMBERS = ("search",)  # exact engines for single-memory parts, used if r
 # interrupted from here, and on very large parts its set-up and first dives are not (idealloc/S_1,
 # 28,526 buffers: about 0.25 ms per unit for the search's dives)
 SEARCH_MAX_UNITS = 5000
+HEURISTIC_SHARE = 0.05  # deterministic mode: the share charged to the heuristics (about what branch deadline gave hill-climb)
 SEARCH_SECONDS_PER_UNIT = 1e-3
 
 
-def _auto_clocks(problem: Problem, best: Plan | None, objective: Objective, time_limit: float | None, t0: float,
+def _auto_clocks(problem: Problem, best: Plan | None, objective: Objective, deadline: Deadline,
                  workers: int, seed: int, stats: dict[str, object]) -> Result:
     """Concurrent lifetimes: CP-SAT's pairwise model from the best heuristic plan; the better wins."""
     from optplan.solvers.clock_models import MAX_PAIRS, cpsat_clocks
 
-    left = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.05)
+    left = deadline.seconds_left()
     hint = best.placements if best is not None and best.found else None
     pairs = sum(len(v) for v in problem.conflicts.values()) // 2
     if hint is not None and pairs > MAX_PAIRS:
@@ -73,13 +74,25 @@ def _auto_clocks(problem: Problem, best: Plan | None, objective: Objective, time
     return exact
 
 
+def _heuristics_part(work: Deadline) -> Deadline:
+    """Wall clock: the heuristics pace themselves on what is left (run_heuristics); deterministic:
+    hill-climb's steps are charged, so cap them to leave the exact members their share."""
+    return work.share(HEURISTIC_SHARE) if work.deterministic and work.limited else work
+
+
 def _value(plan: Plan) -> tuple[int, float]:
     return (0 if plan.found else 1, plan.objective_value if plan.objective_value is not None else float("inf"))
 
 
-@planner("auto", clocks=True)
-def auto(problem: Problem, time_limit: float | None = None, workers: int | None = None, seed: int = 0,
-         objective: Objective | str | None = None, deterministic: bool = False, progress=None) -> Result:
+def _prepare_members() -> None:
+    for name in SEARCH_MEMBERS:
+        if name in planners.names():
+            planners.prepare_planner(name)
+
+
+@planner("auto", clocks=True, prepare=_prepare_members)
+def auto(problem: Problem, deadline: Deadline, workers: int | None = None, seed: int = 0,
+         objective: Objective | str | None = None, progress=None) -> Result:
     """Heuristics -> best as warm start -> exact search engine / CP-SAT / LNS per part; never
     worse than the best heuristic (its plan is returned when the rest does not beat it).
 
@@ -87,13 +100,12 @@ def auto(problem: Problem, time_limit: float | None = None, workers: int | None 
     t0 = time.perf_counter()
     objective = Objective.parse(objective, problem)
     workers = workers or os.cpu_count() or 1
-    if time_limit is not None:  # keep time to merge and validate the plan (about 1 s per 30k buffers)
-        time_limit = max(time_limit - min(0.1 * time_limit, 0.2 + 1e-4 * len(problem.buffers)), 0.0)
-    settings = Settings(workers, seed, deterministic)
+    left = deadline.left()  # keep time to merge and validate the plan (about 1 s per 30k buffers)
+    work = deadline.part(left - min(0.1 * left, 0.2 + 1e-4 * len(problem.buffers))) if deadline.limited else deadline
+    settings = Settings(workers, seed)
     # every constructive heuristic always runs; the improving ones only when the peak matters
     # (at a capacity in feasibility mode the exact search answers sooner)
-    heur, errors = run_heuristics(problem, seed, deterministic, workers, improve=objective.optimizes,
-                                  seconds=time_limit)
+    heur, errors = run_heuristics(problem, _heuristics_part(work), seed, workers, improve=objective.optimizes)
     best = min(heur, key=_value) if heur else None
     stats: dict[str, object] = {"heuristics": {p.planner: p.objective_value for p in heur}}
     if errors:
@@ -107,19 +119,18 @@ def auto(problem: Problem, time_limit: float | None = None, workers: int | None 
         return Result(best.placements, proven_optimal=True, bound=best.lower_bound,
                       message=f"{best.planner} reached the lower bound", stats=stats)
     if problem.concurrent:  # vector clocks: the pairwise CP-SAT model; the search is routed around
-        return _auto_clocks(problem, best, objective, time_limit, t0, workers, seed, stats)
+        return _auto_clocks(problem, best, objective, work, workers, seed, stats)
     elastic = best is None or not best.found
     if elastic and _elastic_ok(problem) and objective.optimizes:
         # every heuristic hit a capacity: descend from a plan without capacities instead (in
         # feasibility mode the search answers the capacity question directly, sooner: B 10.2 s -> ~1 s)
         relaxed = Problem(problem.buffers, tuple(replace(m, capacity=None) for m in problem.memories),
                           problem.relative, dict(problem.metadata))
-        left = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.0)
-        rheur, _ = run_heuristics(relaxed, seed, deterministic, workers, improve=objective.optimizes, seconds=left)
+        rheur, _ = run_heuristics(relaxed, _heuristics_part(work), seed, workers, improve=objective.optimizes)
         rbest = min(rheur, key=_value) if rheur else None
         stats["elastic_start"] = None if rbest is None else f"{rbest.planner}: {rbest.objective_value}"
         red = reduce(relaxed, Objective(Goal.MIN_PEAK))
-        merged = _solve_parts(red, rbest, time_limit, t0, settings, red.objective, seed, progress, goal=problem)
+        merged = _solve_parts(red, rbest, work, t0, settings, red.objective, seed, progress, goal=problem)
         merged.stats.update(stats, **_capped(settings))
         peak = peaks(problem, merged.placements or {})
         over = [m.name for m in problem.memories if m.capacity is not None and merged.placements is not None
@@ -136,7 +147,7 @@ def auto(problem: Problem, time_limit: float | None = None, workers: int | None 
         return Result(None, stats=merged.stats, message=f"no plan within the capacity of {where!r} found in time"
                       + (f" (best found needs {peak[where]} bytes)" if over else ""))
     red = reduce(problem, objective)
-    merged = _solve_parts(red, best, time_limit, t0, settings, objective, seed, progress)
+    merged = _solve_parts(red, best, work, t0, settings, objective, seed, progress)
     merged.stats.update(stats, **_capped(settings))
     if best is not None and best.found and not merged.proven_infeasible and (
             merged.placements is None
@@ -163,7 +174,7 @@ def _elastic_ok(problem: Problem) -> bool:
             and all(len(u.memories) == 1 for u in problem.units))
 
 
-def _solve_parts(red: Reduction, best: Plan | None, time_limit: float | None, t0: float, settings: Settings,
+def _solve_parts(red: Reduction, best: Plan | None, deadline: Deadline, t0: float, settings: Settings,
                  objective: Objective, seed: int, progress, goal: Problem | None = None) -> Result:
     """``solve_part`` on every part, smallest first, each with its share of the time; merged.
 
@@ -179,17 +190,13 @@ def _solve_parts(red: Reduction, best: Plan | None, time_limit: float | None, t0
             m = part.memories[0]
             floor[m] = max(floor.get(m, 0), part.lower[m] * part.scale)
     left_units = sum(len(p.units) for p in red.parts)
-    total_units = left_units
     starts = [settle(part, best.placements) if best is not None and best.found else None for part in red.parts]
     for i, part in enumerate(red.parts):  # progress reports the whole plan from the start
         if starts[i] is not None:
             tracker.latest[i] = part_result(part, None, starts[i], False, False, None)
     for i in order:
         part = red.parts[i]
-        remaining = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.0)
-        share = None if remaining is None else remaining * len(part.units) / max(left_units, 1)
-        if settings.deterministic and time_limit is not None:  # shares fixed in advance, not by elapsed time
-            share = time_limit * (1 - HEURISTIC_SHARE) * len(part.units) / max(total_units, 1)
+        share = deadline.share(len(part.units) / max(left_units, 1))
         left_units -= len(part.units)
         incumbent = starts[i]
         caps = None
@@ -207,7 +214,7 @@ def _solve_parts(red: Reduction, best: Plan | None, time_limit: float | None, t0
     return merge(red, done)
 
 
-def solve_part(part: Part, seconds: float | None, settings: Settings, objective: Objective,
+def solve_part(part: Part, deadline: Deadline, settings: Settings, objective: Objective,
                incumbent: list[Choice] | None, seed: int, report: Callable[[Result], None],
                goal: dict[str, int] | None = None) -> Result:
     """The portfolio on one part: search engine, CP-SAT until it stalls, then LNS.
@@ -218,11 +225,9 @@ def solve_part(part: Part, seconds: float | None, settings: Settings, objective:
     proven: dict[str, int] = {}
     staged: dict[str, int] = {}
     if len(part.memories) > 1 and objective.counts_benefit and goal is None:
-        t0 = time.perf_counter()
-        incumbent = _staging(part, objective, incumbent, seconds, settings, seed, staged)
-        if seconds is not None:  # the relaxation's time counts against the part's
-            seconds = max(seconds - (time.perf_counter() - t0), 0.0)
-    res = _solve_part(part, seconds, settings, objective, incumbent, seed, report, goal, proven)
+        # the staging relaxation's time counts against the part's (the deadline runs on)
+        incumbent = _staging(part, objective, incumbent, deadline.seconds_left(), settings, seed, staged)
+    res = _solve_part(part, deadline, settings, objective, incumbent, seed, report, goal, proven)
     if "lost" in staged and res.placements is not None:
         res = replace(res, lost_bound=max(res.lost_bound or 0, staged["lost"]),
                       objective_bound=max(res.objective_bound or 0, staged.get("weighted", 0)) or None)
@@ -253,11 +258,10 @@ def _staging(part: Part, objective: Objective, incumbent: list[Choice] | None, s
     return incumbent
 
 
-def _solve_part(part: Part, seconds: float | None, settings: Settings, objective: Objective,
+def _solve_part(part: Part, clock: Deadline, settings: Settings, objective: Objective,
                 incumbent: list[Choice] | None, seed: int, report: Callable[[Result], None],
                 goal: dict[str, int] | None, proven: dict[str, int]) -> Result:
     """``solve_part``'s stages; ``proven`` receives the search members' per-memory bounds (bytes)."""
-    clock = Budget(seconds, settings.deterministic)
     left = clock.left
     stats: dict[str, object] = {}
     if incumbent is not None and objective.optimizes and at_floor(objective, part, incumbent):
@@ -276,20 +280,17 @@ def _solve_part(part: Part, seconds: float | None, settings: Settings, objective
     for name in SEARCH_MEMBERS:
         if name not in planners.names() or len(part.memories) != 1:
             continue
-        if (len(part.units) > SEARCH_MAX_UNITS and seconds is not None
+        if (len(part.units) > SEARCH_MAX_UNITS and clock.limited
                 and left() * SEARCH_SHARE < SEARCH_SECONDS_PER_UNIT * len(part.units)):
             continue
-        try:
-            plan = planners.solve(part.sub_problem, name, time_limit=left() * SEARCH_SHARE if seconds is not None else None,
+        try:  # its work counts against this part's deadline (deterministic mode too)
+            plan = planners.solve(part.sub_problem, name, deadline=clock.share(SEARCH_SHARE),
                                   seed=seed, objective=objective, workers=settings.workers,
-                                  deterministic=settings.deterministic,
                                   goal=None if goal is None else {m: v * part.scale for m, v in goal.items()})
         except Exception as e:  # noqa: BLE001 - a failing member must not sink the portfolio; reported
             stats[f"{name}_error"] = f"{type(e).__name__}: {e}"
             continue
         stats[f"{name}_status"] = plan.status.value
-        # deterministic: the member's own time counts against CP-SAT's, as wall time does otherwise
-        clock.dtime += float(plan.stats.get("deterministic_seconds", 0.0))  # type: ignore[arg-type]
         for m, v in plan.lower_bound.items():
             proven[m] = max(proven.get(m, 0), v)
         if plan.status == Status.INFEASIBLE:
@@ -308,7 +309,7 @@ def _solve_part(part: Part, seconds: float | None, settings: Settings, objective
             return Result(None, message="no plan found for a part too large for the full model", stats=stats)
         incumbent, lns_stats = lns(part, incumbent, settings, objective, clock, seed, report, goal=reached)
         stats.update(lns_stats)
-        return part_result(part, None, incumbent, False, False, None, "time limit reached", stats)
+        return part_result(part, None, incumbent, False, False, None, stop_reason(clock), stats)
 
     # 2. CP-SAT on the whole part, warm-started, until it stalls
     # only a plan at least as good is of interest; per memory that holds for one memory only
@@ -327,22 +328,22 @@ def _solve_part(part: Part, seconds: float | None, settings: Settings, objective
         if choices is not None:
             report(part_result(part, pm, [c for _, c in sorted(choices.items())], False, False, bound))
 
-    stall = None if seconds is None else max(2.0, 0.2 * left())
+    stall = max(2.0, 0.2 * left()) if clock.limited else None
     # deterministic runs cannot stop on a stall (wall-clock): they give the full model half
-    out = clock.spend(run(pm, settings, left() * (0.5 if settings.deterministic else 1.0), relay, stall=stall))
+    out = run(pm, settings, clock.share(0.5) if clock.deterministic else clock, relay, stall=stall)
     stats["cpsat_status"] = out.status
     if out.choices is None and out.infeasible and ceiling is None:
         return Result(None, proven_infeasible=True, message="CP-SAT proved that no plan fits the capacities", stats=stats)
     if out.choices is not None and (incumbent is None or _better(objective, part, out.choices, incumbent)):
         incumbent = out.choices
     if incumbent is None:
-        return Result(None, message="no plan found within the time limit", stats=stats)
+        return Result(None, message=f"no plan found: {stop_reason(clock)}", stats=stats)
     best_bound = out.bound
     if out.optimal or not objective.optimizes or reached(incumbent):
         return part_result(part, pm, incumbent, out.optimal, False, best_bound, "", stats)
 
     # 3. large-neighbourhood search around the peak while time is left
-    if seconds is None:  # without a limit the full model ran to its proof
+    if not clock.limited:  # without a limit the full model ran to its proof
         return part_result(part, pm, incumbent, False, False, best_bound, "", stats)
     incumbent, lns_stats = lns(part, incumbent, settings, objective, clock, seed, report, goal=reached)
     stats.update(lns_stats)
@@ -351,14 +352,14 @@ def _solve_part(part: Part, seconds: float | None, settings: Settings, objective
         ceiling = part_peaks(part, incumbent) if len(part.memories) == 1 else None
         pm = PartModel(part, objective, ceiling=ceiling)
         pm.hint(dict(enumerate(incumbent)))
-        out = clock.spend(run(pm, settings, left(), relay))
+        out = run(pm, settings, clock, relay)
         stats["cpsat_final_status"] = out.status
         if out.choices is not None and _better(objective, part, out.choices, incumbent):
             incumbent = out.choices
         if out.optimal:
             return part_result(part, pm, incumbent, True, False, out.bound, "", stats)
         best_bound = max(best_bound or 0, out.bound or 0) or None
-    return part_result(part, pm, incumbent, False, False, best_bound, "time limit reached", stats)
+    return part_result(part, pm, incumbent, False, False, best_bound, stop_reason(clock), stats)
 
 
 def _better(objective: Objective, part: Part, a: list[Choice], b: list[Choice]) -> bool:
@@ -366,30 +367,8 @@ def _better(objective: Objective, part: Part, a: list[Choice], b: list[Choice]) 
     return part_value(objective, part, a) < part_value(objective, part, b)
 
 
-class Budget:
-    """Time left for one part: wall-clock, or in deterministic mode CP-SAT's deterministic time
-    (reproducible, so the wall-clock limit is only approximate there: every CP-SAT run is capped
-    at ``cpsat.DETERMINISTIC_WALL_FACTOR`` x its budget in wall time, see ``Settings``)."""
-
-    def __init__(self, seconds: float | None, deterministic: bool) -> None:
-        self.seconds, self.deterministic = seconds, deterministic
-        self.deadline = None if seconds is None else time.perf_counter() + seconds
-        self.dtime = 0.0
-
-    def left(self) -> float:
-        if self.seconds is None:
-            return 1e9
-        if self.deterministic:
-            return max(self.seconds - self.dtime, 0.0)
-        return max(self.deadline - time.perf_counter(), 0.0)  # type: ignore[operator]
-
-    def spend(self, out: Outcome) -> Outcome:
-        self.dtime += out.dtime
-        return out
-
-
 def lns(part: Part, incumbent: list[Choice], settings: Settings, objective: Objective,
-        clock: Budget, seed: int, report: Callable[[Result], None],
+        clock: Deadline, seed: int, report: Callable[[Result], None],
         goal: Callable[[list[Choice]], bool] = lambda c: False) -> tuple[list[Choice], dict]:
     """Free the units alive around a unit at the peak (or the highest units: a band below the
     peak), re-solve with the rest fixed; repeat.
@@ -432,8 +411,8 @@ def lns(part: Part, incumbent: list[Choice], settings: Settings, objective: Obje
         pm = PartModel(part, objective if objective.optimizes else Objective(), active=free, fixed=fixed,
                        ceiling=peak, fixed_count=False)
         pm.hint({i: cur[i] for i in free})
-        budget = min(left(), max(1.0, 0.1 * left()))
-        out = clock.spend(run(pm, settings, budget))
+        budget = clock.part(max(1.0, 0.1 * left()))
+        out = run(pm, settings, budget)
         iters += 1
         if out.choices is not None:
             new = list(cur)
@@ -450,6 +429,6 @@ def lns(part: Part, incumbent: list[Choice], settings: Settings, objective: Obje
                 report(part_result(part, None, cur, False, False, None))
         if out.optimal:
             size = min(n, int(size * 1.3) + 1)
-        elif out.choices is None or (out.dtime if settings.deterministic else out.seconds) >= budget * 0.9:
+        elif out.choices is None or (out.dtime if clock.deterministic else out.seconds) >= budget.seconds * 0.9:
             size = max(8, int(size * 0.7))
     return cur, {"lns_moves": iters, "lns_improved": improved}

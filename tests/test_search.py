@@ -13,13 +13,14 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from optplan.bounds import lower_bounds
+from optplan.deadline import Deadline
 from optplan.errors import ProblemError
 from optplan.formats import read_problem
 from optplan.plan import Status, peaks
 from optplan.planners import solve
 from optplan.problem import Buffer, Gap, Memory, Problem, RelativePlacement
 from optplan.search import engine, kernel
-from optplan.search.clock import NODES_PER_SECOND, Clock
+from optplan.search.engine import NODES_PER_SECOND
 from optplan.search.instance import build, ordered, unsupported
 from optplan.search.planner import time_parts
 from optplan.validate import validate
@@ -324,7 +325,7 @@ def test_a_goal_stops_minimization_there_and_proves_only_truths(problem: Problem
     capacity = problem.memory("m").capacity
     assume(reference is not None or capacity is not None)  # else the planner's bounds prove it (fixed overlap)
     inst = build(problem, "m", list(problem.units))
-    ans = engine.solve(inst, capacity, lower_bounds(problem).lower["m"], "min-peak", Clock(10.0), goal=goal)
+    ans = engine.solve(inst, capacity, lower_bounds(problem).lower["m"], "min-peak", Deadline(10.0), goal=goal)
     if reference is None:
         assert ans.offsets is None and ans.infeasible
         return
@@ -394,7 +395,7 @@ def test_deterministic_runs_repeat_whatever_the_wall_clock_says(shared, monkeypa
     deterministic mode that limit is a node count: a run on a clock that races ahead (every reading
     10 s later than the last, as on a machine slowed to a crawl) gives the very same plan, bound
     and node count as a normal run, and spends no more than its nodes."""
-    from optplan.search import clock as clock_module
+    from optplan import deadline as clock_module
 
     p = read_problem(shared / "minimalloc" / "D.1048576.csv")
     kw = dict(time_limit=0.5, workers=2, deterministic=True)

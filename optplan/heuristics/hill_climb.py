@@ -6,22 +6,26 @@ moves it to a random earlier position (sometimes swaps two random units instead)
 with best fit, and keeps the new order unless the weighted sum of peaks got worse (equal is
 kept too, to walk plateaus). It stops early at the lower bound (nothing left to gain) or after
 ``200 + 20 * units`` steps without improvement, so tiny problems do not burn the budget.
-Deterministic for a given seed and iteration budget; a time limit alone makes the number of
-steps depend on the machine.
+Deterministic for a given seed and iteration budget, or under a deterministic deadline (a step
+over n units costs n / ``UNIT_STEPS_PER_SECOND`` deterministic seconds); a wall-clock limit makes
+the number of steps depend on the machine.
 """
 
 from __future__ import annotations
 
 import random
-import time
 
 from optplan.bounds import lower_bounds
+from optplan.deadline import Deadline
 from optplan.heuristics.orders import by_conflicts, by_size, by_start
 from optplan.heuristics.packer import greedy, score
 from optplan.objective import Objective
 from optplan.plan import peaks
 from optplan.planners import Result, planner
 from optplan.problem import Problem, Unit, objective_weights
+
+DEFAULT_SECONDS = 1.0  # without a limit or an iteration count (patience alone runs for hours at 30k units)
+UNIT_STEPS_PER_SECOND = 20_000  # deterministic mode: steps x units per second (about 1 s of wall time on A-E)
 
 
 def _peak_units(problem: Problem, order: list[Unit], placements: dict) -> list[int]:
@@ -40,14 +44,14 @@ def _peak_units(problem: Problem, order: list[Unit], placements: dict) -> list[i
 
 
 @planner("hill-climb", clocks=True)
-def hill_climb(problem: Problem, time_limit: float | None = None, iterations: int | None = None,
-               seed: int = 0, objective: Objective | None = None) -> Result:
+def hill_climb(problem: Problem, deadline: Deadline, iterations: int | None = None, seed: int = 0,
+               objective: Objective | None = None) -> Result:
     """Perturb the best starting order while it does not get worse; stop at ``iterations`` steps
-    or ``time_limit`` seconds (default 1 s when neither is given; the starting orders are
+    or the ``deadline`` (``DEFAULT_SECONDS`` when neither is given; the first starting order is
     always evaluated, so a large problem may overrun a tiny limit)."""
-    if time_limit is None and iterations is None:
-        time_limit = 1.0
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    if not deadline.limited and iterations is None:  # an anytime method with no end of its own
+        deadline = deadline.part(DEFAULT_SECONDS)
+    step_cost = len(problem.units) / UNIT_STEPS_PER_SECOND
     rng = random.Random(seed)
     objective = Objective.parse(objective, problem)
     value = float("inf")
@@ -57,15 +61,17 @@ def hill_climb(problem: Problem, time_limit: float | None = None, iterations: in
         trial_value = score(problem, trial.placements, objective)
         if trial_value < value or start is by_size:
             order, result, value = candidate, trial, trial_value
-        if deadline is not None and time.perf_counter() >= deadline:
+        deadline.spend(step_cost)
+        if deadline.expired():
             break
     best = result
     floor = objective.bound(problem, lower_bounds(problem).lower)
     patience = 200 + 20 * len(order)
     steps = improvements = since = 0
     while len(order) > 1 and value > floor and since < patience and (iterations is None or steps < iterations) \
-            and (deadline is None or time.perf_counter() < deadline):
+            and not deadline.expired():
         steps += 1
+        deadline.spend(step_cost)
         since += 1
         candidate = list(order)
         hot = _peak_units(problem, order, result.placements) if result.placements else []

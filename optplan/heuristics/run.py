@@ -10,6 +10,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from optplan import planners
+from optplan.deadline import Deadline
 from optplan.plan import Plan
 from optplan.planners import heuristic_names
 from optplan.problem import Problem
@@ -19,22 +20,22 @@ IMPROVING_DEFAULT = 1.0  # seconds an improving heuristic takes when run on its 
 
 
 def improving(name: str) -> bool:
-    """Heuristics that improve for as long as their budget allows (they take a time limit)."""
-    return "time_limit" in planners.get(name).options  # type: ignore[attr-defined]
+    """Heuristics that improve for as long as their budget allows (they take a deadline)."""
+    return "deadline" in planners.get(name).options  # type: ignore[attr-defined]
 
 
-def run_heuristics(problem: Problem, seed: int = 0, deterministic: bool = False, workers: int = 1,
-                   improve: bool = True, seconds: float | None = None) -> tuple[list[Plan], dict[str, str]]:
+def run_heuristics(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1,
+                   improve: bool = True) -> tuple[list[Plan], dict[str, str]]:
     """Every constructive heuristic, always (compiled, they cost about a second on 60k buffers),
     on ``workers`` threads (the compiled kernels release the GIL); then, if ``improve``, the
-    improving ones (hill-climb) one after the other, each with a budget set by what the
-    constructive ones cost: as much again, but no more than half of what is left of ``seconds``,
-    and always at least what it takes when run on its own (so a portfolio starting from these
-    plans is never worse than a heuristic run alone).
+    improving ones (hill-climb) one after the other, each on a part of ``deadline`` set by what
+    the constructive ones cost: as much again, but no more than half of what is left, and at
+    least what it takes when run on its own without a limit (``IMPROVING_DEFAULT``) if that fits.
 
     Plans come back in registry order whatever finished first. A heuristic that raises is
-    reported in the second value instead of sinking the portfolio.
-    ``deterministic``: improving heuristics get a step budget instead of seconds.
+    reported in the second value instead of sinking the portfolio. A deterministic deadline:
+    improving heuristics get a step budget (the result must not depend on the machine's load).
+    A cancelled deadline stops the improving ones at once.
     """
     names = heuristic_names()
     if problem.concurrent:  # vector clocks: only the heuristics that handle them
@@ -61,9 +62,10 @@ def run_heuristics(problem: Problem, seed: int = 0, deterministic: bool = False,
         if not improve:
             errors[name] = "skipped: only constructive heuristics in this mode"
             continue
-        if deterministic:
-            one(name, iterations=max(5, DETERMINISTIC_STEPS // max(len(problem.units), 1)))
+        if deadline.deterministic:
+            one(name, iterations=max(5, DETERMINISTIC_STEPS // max(len(problem.units), 1)), deadline=deadline.part(None))
             continue
-        left = None if seconds is None else seconds - (time.perf_counter() - t0)
-        one(name, time_limit=max(IMPROVING_DEFAULT, cost if left is None else min(cost, left / 2)))
+        left = deadline.left()
+        seconds = max(IMPROVING_DEFAULT, cost) if not deadline.limited else max(min(IMPROVING_DEFAULT, left), min(cost, left / 2))
+        one(name, deadline=deadline.part(seconds))
     return [results[n] for n in names if n in results], errors

@@ -19,11 +19,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from optplan.deadline import Deadline
 from optplan.objective import Objective
 from optplan.search import kernel
-from optplan.search.clock import Clock
 from optplan.search.instance import MAX_PAIRS, Instance, Ordered, ordered
 
+# Nodes per deterministic second: one process's rate, measured on a 2-core machine, was 39k nodes/s
+# on minimalloc/D and 89k on E, so a deterministic limit takes between half and 1.3x as long.
+NODES_PER_SECOND = 50_000
 FIRST_LIMIT = 2000
 FLOOR_SHARE = 0.25  # of a minimization slice, for proving the bound while a better plan is sought too
 TABLE_SLOTS = 1 << 20  # failed-state table per ordering and process: 2 words a slot (16 MiB, touched lazily)
@@ -33,7 +36,10 @@ _compile_seconds: float | None = None
 
 
 def ensure_compiled() -> float:
-    """Load (or compile, the first time on this machine) the kernels; seconds it took in this process."""
+    """Load (or compile, the first time on this machine) the kernels; seconds it took in this process.
+    The planner registry runs this before a deadline starts: loading pulls in numba's array and
+    BLAS support (scipy), seconds of imports under load, and the first compile after an install
+    takes 18 s unloaded (231 s measured on a 2-core machine at load 12)."""
     global _compile_seconds
     if _compile_seconds is None:
         t0 = time.perf_counter()
@@ -72,8 +78,9 @@ def section_totals(inst: Instance) -> np.ndarray:
     return total
 
 
-def orderings(inst: Instance, seed: int = 0) -> list[Ordered]:
-    """The portfolio: buffers that are hard to fit first, by several measures, plus random ones."""
+def orderings(inst: Instance, seed: int = 0, clock: Deadline | None = None) -> list[Ordered]:
+    """The portfolio: buffers that are hard to fit first, by several measures, plus random ones
+    (only the first once ``clock`` has expired: each costs a second on thousands of units)."""
     n = inst.n
     size = inst.size
     width = inst.end - inst.start
@@ -95,7 +102,11 @@ def orderings(inst: Instance, seed: int = 0) -> list[Ordered]:
     out += [(f"random{k}", rng.permutation(n)) for k in range(3)]
     # the kernel tries candidates lowest offset first, ties by rank: with the hatless cut-off this beat trying them
     # by rank alone on every minimalloc instance (measured per ordering, node limit 200k)
-    ords = [ordered(inst, name, np.asarray(perm, np.int64)) for name, perm in out]
+    ords: list[Ordered] = []
+    for name, perm in out:
+        if ords and clock is not None and clock.expired():
+            break
+        ords.append(ordered(inst, name, np.asarray(perm, np.int64)))
     for k, o in enumerate(ords):
         o.seed = (seed, k)
     return ords
@@ -156,12 +167,15 @@ class Outcome:
     stats: Stats
 
 
-def dive(ords: list[Ordered], n: int, lb: int = 0) -> tuple[np.ndarray | None, int, Stats]:
+def dive(ords: list[Ordered], n: int, lb: int = 0, clock: Deadline | None = None) -> tuple[np.ndarray | None, int, Stats]:
     """The search without backtracking and without a capacity: one canonical plan per ordering
-    (milliseconds); the lowest peak wins. Returns (offsets, scaled peak, stats)."""
+    (milliseconds; seconds on thousands of units, so none after the first plan once ``clock``
+    has expired); the lowest peak wins. Returns (offsets, scaled peak, stats)."""
     stats, best, best_top = Stats(), None, 0
     stop = np.zeros(1, np.int64)
     for o in ords:
+        if best is not None and clock is not None and clock.expired():
+            break
         out = np.zeros(n, np.int64)
         t0 = time.perf_counter()
         status, nodes = kernel.search(o.arrays, RULES, np.int64(1) << 60, np.int64(n + 1), stop, out, *NO_TABLE)
@@ -177,12 +191,27 @@ def dive(ords: list[Ordered], n: int, lb: int = 0) -> tuple[np.ndarray | None, i
     return best, best_top, stats
 
 
-def decide(ords: list[Ordered], n: int, cap: int, clock: Clock, stop: np.ndarray, exact: bool = True,
+def decide(ords: list[Ordered], n: int, cap: int, clock: Deadline, stop: np.ndarray, exact: bool = True,
            slots: int | None = None) -> Outcome:
     """Round-robin over ``ords`` with node limits growing fourfold until a plan, a proof, or the
     ``clock`` runs out. Not ``exact``: an ordering's INFEASIBLE only retires it (another ordering's
     canonical plans may differ); INFEASIBLE once all are retired. Each ordering keeps its
     failed-state table (``slots`` slots) across its restarts: a restart skips what failed before."""
+    with clock.on_cancel(lambda: stop.__setitem__(0, 1)):
+        return _decide(ords, n, cap, clock, stop, exact, slots)
+
+
+def node_budget(clock: Deadline, limit: int, rate: float) -> int:
+    """Nodes for the next kernel run, at most ``limit``: the nodes left (deterministic), or what the
+    measured ``rate`` (nodes/s) gets done in the time left, at least 1000 so that a nearly spent
+    budget still moves."""
+    if clock.deterministic:
+        return max(0, int(min(limit, clock.left() * NODES_PER_SECOND)))
+    return max(1000, int(min(limit, rate * clock.left() + 1)))
+
+
+def _decide(ords: list[Ordered], n: int, cap: int, clock: Deadline, stop: np.ndarray, exact: bool,
+            slots: int | None) -> Outcome:
     stats = Stats()
     limit = FIRST_LIMIT
     ords = list(ords)
@@ -190,14 +219,14 @@ def decide(ords: list[Ordered], n: int, cap: int, clock: Clock, stop: np.ndarray
         for o in list(ords):
             if clock.left() <= 0 or stop[0]:
                 return Outcome(kernel.LIMIT, None, stats)
-            budget = clock.budget(limit, stats.rate or 2e5)
+            budget = node_budget(clock, limit, stats.rate or 2e5)
             out = np.zeros(n, np.int64)
             t0 = time.perf_counter()
             status, nodes = kernel.search(o.arrays, RULES, np.int64(cap), np.int64(budget), stop, out, *table_of(o, slots, budget))
             stats.seconds += time.perf_counter() - t0
             stats.nodes += nodes
             stats.runs += 1
-            clock.spend(nodes)
+            clock.spend(nodes / NODES_PER_SECOND)
             if status == kernel.FOUND:
                 stats.winners[o.name] = 1
                 return Outcome(status, o.unpermute(out), stats)
@@ -209,7 +238,7 @@ def decide(ords: list[Ordered], n: int, cap: int, clock: Clock, stop: np.ndarray
     return Outcome(kernel.INFEASIBLE, None, stats)
 
 
-def _child(ords: list[Ordered], n: int, cap: int, clock: Clock, flag: object, conn: object, exact: bool,
+def _child(ords: list[Ordered], n: int, cap: int, clock: Deadline, flag: object, conn: object, exact: bool,
            slots: int | None) -> None:
     stop = np.frombuffer(flag, dtype=np.int64)  # type: ignore[call-overload]
     out = decide(ords, n, cap, clock, stop, exact, slots)
@@ -219,7 +248,7 @@ def _child(ords: list[Ordered], n: int, cap: int, clock: Clock, flag: object, co
     conn.close()  # type: ignore[attr-defined]
 
 
-def decide_parallel(ords: list[Ordered], n: int, cap: int, clock: Clock, workers: int,
+def decide_parallel(ords: list[Ordered], n: int, cap: int, clock: Deadline, workers: int,
                     exact: bool = True, slots: int | None = None) -> Outcome:
     """``decide`` with the orderings dealt out to ``workers`` processes (forked: the compiled
     kernels come along); the first plan or proof stops the others. Which one that is depends on
@@ -315,7 +344,7 @@ INEXACT_NOTE = ("a piece starts above its unit's lowest byte (a relative member 
                 "bound from live load")
 
 
-def solve(inst: Instance, capacity: int | None, lower: int, objective: Objective | str, clock: Clock,
+def solve(inst: Instance, capacity: int | None, lower: int, objective: Objective | str, clock: Deadline,
           workers: int = 1, seed: int = 0, progress: Callable[[dict], None] | None = None,
           table_slots: int | None = None, goal: int | None = None) -> Answer:
     """Feasibility at ``capacity`` ("feasible") or the optimal peak <= ``capacity`` ("min-peak").
@@ -340,8 +369,8 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: Objective
     if inst.large:
         return _large(inst, capacity, lower)
     exact = inst.exact
-    ords = orderings(inst, seed)
-    best, best_top, stats = dive(ords, inst.n, floor)
+    ords = orderings(inst, seed, clock)
+    best, best_top, stats = dive(ords, inst.n, floor, clock)
     dive_peak = None if best is None else best_top * g
     if best is not None and cap is not None and best_top > cap:
         best = None

@@ -12,14 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from optplan.bounds import lower_bounds
+from optplan.deadline import Deadline
 from optplan.objective import Objective
 from optplan.planners import Result, planner
 from optplan.problem import Problem, Unit
 from optplan.search import engine
-from optplan.search.clock import NODES_PER_SECOND, Clock
 from optplan.search.instance import build, unsupported
-
-DEFAULT_TIME_LIMIT = 60.0
 
 
 def time_parts(units: list[Unit]) -> list[list[Unit]]:
@@ -41,12 +39,12 @@ def time_parts(units: list[Unit]) -> list[list[Unit]]:
     return parts
 
 
-@planner("search")
-def search(problem: Problem, time_limit: float | None = None, seed: int = 0, workers: int = 1,
+@planner("search", prepare=engine.ensure_compiled)
+def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1,
            objective: Objective | str | None = None, progress: Callable[[dict], None] | None = None,
-           deterministic: bool = False, goal: dict[str, int] | None = None) -> Result:
+           goal: dict[str, int] | None = None) -> Result:
     """Canonical-solution search (numba); ``workers`` processes share the ordering portfolio.
-    ``deterministic``: time counted in search nodes (``clock.NODES_PER_SECOND`` per second), one
+    A deterministic ``deadline``: time counted in search nodes (``engine.NODES_PER_SECOND`` per second), one
     process: the same answer on every run and machine. ``goal``: per-memory peaks (bytes) that are
     good enough, when the problem is a part of a larger one whose memory cannot go below them:
     minimization stops at a plan under them instead of proving this part's own lower optimum."""
@@ -55,13 +53,12 @@ def search(problem: Problem, time_limit: float | None = None, seed: int = 0, wor
     if why:  # memory choice is no branching decision of the search: the portfolio splits it
         from optplan.portfolio import auto
 
-        res = auto.__wrapped__(problem, time_limit=time_limit, workers=workers, seed=seed, objective=objective,  # type: ignore[attr-defined]
-                               deterministic=deterministic, progress=progress)
+        res = auto.__wrapped__(problem, deadline=deadline, workers=workers, seed=seed, objective=objective,  # type: ignore[attr-defined]
+                               progress=progress)
         res.stats["routed_to"] = "auto"
         res.message = "; ".join(filter(None, [f"search: {why}; solved by the auto portfolio", res.message]))
         return res
     compile_seconds = engine.ensure_compiled()
-    clock = Clock(DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit), deterministic)
     lower = lower_bounds(problem).lower
     by_memory = {m: [u for u in problem.units if u.memories[0] == m] for m in problem.memory_names}
     # smaller parts first: the time they leave unused passes on to the larger ones
@@ -74,12 +71,12 @@ def search(problem: Problem, time_limit: float | None = None, seed: int = 0, wor
     stats = engine.Stats()
     dive_peaks: dict[str, int | None] = {}
     for k, (m, part) in enumerate(jobs):
-        share = clock.left() * len(part) / max(1, sum(len(p) for _, p in jobs[k:]))
+        share = len(part) / max(1, sum(len(p) for _, p in jobs[k:]))
         inst = build(problem, m, part)
         # the memory's bound need not hold for one part: cap it by the part's own live load
         own = int(engine.section_totals(inst).max()) * inst.scale if inst.n and len(jobs) > 1 else lower[m]
         # a part need not go below the memory's proven bound: the memory's peak is the highest of its parts'
-        ans = engine.solve(inst, problem.memory(m).capacity, min(lower[m], own), objective, clock.part(share),
+        ans = engine.solve(inst, problem.memory(m).capacity, min(lower[m], own), objective, deadline.share(share),
                            workers, seed, progress, goal=max(bound[m], enough.get(m, 0)))
         stats.add(ans.stats)
         bound[m] = max(bound[m], ans.bound)  # each time part's proven bound holds for the memory
@@ -95,7 +92,8 @@ def search(problem: Problem, time_limit: float | None = None, seed: int = 0, wor
         if ans.offsets is None:
             complete = False
             if ans.timed_out or not ans.note:
-                messages.append(f"memory {m!r}: time limit reached without a plan under the capacity (bound {bound[m]})")
+                messages.append(f"memory {m!r}: {deadline.cancelled or 'time limit reached'} without a plan under the "
+                                f"capacity (bound {bound[m]})")
             break
         placements.update(inst.placements(ans.offsets))
         peak[m] = max(peak.get(m, 0), ans.peak or 0)
@@ -103,12 +101,13 @@ def search(problem: Problem, time_limit: float | None = None, seed: int = 0, wor
     if complete and not infeasible and objective.optimizes:
         for m in by_memory:
             if peak.get(m, 0) > max(bound[m], enough.get(m, 0)) and m not in noted:
-                messages.append(f"memory {m!r}: time limit reached; peak {peak[m]}, proven bound {bound[m]}")
+                messages.append(f"memory {m!r}: {deadline.cancelled or 'time limit reached'}; peak {peak[m]}, "
+                                f"proven bound {bound[m]}")
     info = {"nodes": stats.nodes, "nodes_per_second": round(stats.rate), "compile_seconds": round(compile_seconds, 3),
             "search_seconds": round(stats.seconds, 3), "runs": stats.runs, "dive_peak": dive_peaks,
             "winning_orderings": sorted(stats.winners)}
-    if deterministic:
-        info["deterministic_seconds"] = round(stats.nodes / NODES_PER_SECOND, 3)
+    if deadline.deterministic:
+        info["deterministic_seconds"] = round(stats.nodes / engine.NODES_PER_SECOND, 3)
     if infeasible:
         return Result(None, proven_infeasible=True, bound=bound, message="; ".join(dict.fromkeys(messages)), stats=info)
     if not complete:

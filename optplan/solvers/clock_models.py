@@ -20,6 +20,7 @@ from optplan.planners import Result
 MAX_PAIRS = 200_000  # auto skips the pairwise model above this many conflicting pairs
 
 if TYPE_CHECKING:
+    from optplan.deadline import Deadline
     from optplan.objective import Objective
     from optplan.problem import Problem, Unit
 
@@ -100,7 +101,7 @@ def cpsat_clocks(problem: Problem, objective: Objective, time_limit: float | Non
     return Result(placements, proven_optimal=status == cp_model.OPTIMAL and objective.optimizes, bound=bound, stats=stats)
 
 
-def milp_clocks(problem: Problem, solver: str, objective: Objective, time_limit: float | None, workers: int,
+def milp_clocks(problem: Problem, solver: str, objective: Objective, deadline: Deadline, workers: int,
                 seed: int, hint: dict[str, Placement] | None = None) -> Result:
     """The same model as a MILP (big-M disjunctions), solved by ``optplan.solvers.milp.run``."""
     import pulp  # type: ignore[import-untyped]
@@ -146,7 +147,7 @@ def milp_clocks(problem: Problem, solver: str, objective: Objective, time_limit:
                 lit.setInitialValue(int(hint[u.root].memory == m))
         warm = True
     model = Model(None, lp, objective, offset, [], [], {}, [], peak, {}, weights, 1, (), [])  # type: ignore[arg-type]
-    out = run(model, solver, time_limit, workers, seed, warm=warm)
+    out = run(model, solver, deadline, workers, seed, warm=warm)
     stats: dict[str, object] = {"model": "vector clocks", "pairs": len(pairs), "mip_status": out.status}
     if out.values is None:
         return Result(None, proven_infeasible=out.infeasible, stats=stats,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from optplan.bounds import lower_bounds
+from optplan.deadline import Deadline
 from optplan.objective import Objective, fastest_fit
 from optplan.plan import Placement, peaks
 from optplan.planners import Result, planner
@@ -57,7 +58,7 @@ class Outcome:
     bound: int | None = None  # model objective bound
     status: str = ""
     seconds: float = 0.0
-    dtime: float = 0.0
+    dtime: float = 0.0  # deterministic seconds (a Deadline's unit) the run took
 
 
 # Deterministic runs stop on CP-SAT's deterministic time, which does not depend on load; wall
@@ -65,6 +66,10 @@ class Outcome:
 # on a loaded 2-core machine, so a 3x cap fired routinely and --deterministic plans varied. When
 # the cap fires the plan says so (stats "deterministic_wall_capped").
 DETERMINISTIC_WALL_FACTOR = 10.0
+# CP-SAT's deterministic time per deterministic second of a Deadline: CP-SAT's unit is far slower
+# than a wall second here (measured on minimalloc A and D, one worker: 0.07-0.1 per CPU second), so
+# counting it 1:1 made a 10 s deterministic limit take 65-100 s.
+DTIME_PER_SECOND = 0.1
 
 
 @dataclass
@@ -73,20 +78,20 @@ class Settings:
 
     workers: int = 2
     seed: int = 0
-    deterministic: bool = False
     log: bool = False
     extra: dict[str, object] = field(default_factory=dict)
     wall_capped: int = 0  # deterministic runs stopped by the wall-clock cap: their results may not repeat
 
-    def apply(self, solver: cp_model.CpSolver, seconds: float) -> None:
+    def apply(self, solver: cp_model.CpSolver, deadline: Deadline) -> None:
         p = solver.parameters
         p.num_workers = max(1, int(self.workers))
         p.random_seed = int(self.seed)
         p.log_search_progress = self.log
-        seconds = max(seconds, 0.01)
-        if self.deterministic:
+        p.catch_sigint_signal = False  # a signal cancels the Deadline, which stops this solve
+        seconds = min(max(deadline.left(), 0.01), 1e9)
+        if deadline.deterministic:
             # deterministic time is the planned stop (reproducible); wall time only a hard cap
-            p.max_deterministic_time = seconds
+            p.max_deterministic_time = seconds * DTIME_PER_SECOND
             p.max_time_in_seconds = seconds * DETERMINISTIC_WALL_FACTOR
             if p.num_workers > 1:
                 p.interleave_search = True
@@ -367,17 +372,17 @@ def _int_bound(x: float) -> int:
     return math.ceil(x - max(1e-6, abs(x) * 1e-12))
 
 
-def run(pm: PartModel, settings: Settings, seconds: float, report=None, stall: float | None = None) -> Outcome:
-    """Solve ``pm`` for at most ``seconds`` (stopping early after ``stall`` seconds without
-    progress in either the plan or the bound)."""
+def run(pm: PartModel, settings: Settings, deadline: Deadline, report=None, stall: float | None = None) -> Outcome:
+    """Solve ``pm`` until ``deadline`` (stopping early after ``stall`` seconds without progress in
+    either the plan or the bound); its deterministic time is charged to a deterministic deadline."""
     t0 = time.perf_counter()
     solver = cp_model.CpSolver()
-    settings.apply(solver, seconds)
+    settings.apply(solver, deadline)
     watch = _Watch(pm, report)
     if pm.objective.optimizes:
         solver.best_bound_callback = watch.on_bound
     stop = threading.Event()
-    if stall is not None and not settings.deterministic:
+    if stall is not None and not deadline.deterministic:
         def guard() -> None:
             while not stop.wait(0.2):
                 if time.perf_counter() - watch.last > stall:
@@ -385,13 +390,15 @@ def run(pm: PartModel, settings: Settings, seconds: float, report=None, stall: f
                     return
         threading.Thread(target=guard, daemon=True).start()
     try:
-        status = solver.solve(pm.model, watch)
+        with deadline.on_cancel(solver.stop_search):
+            status = solver.solve(pm.model, watch)
     finally:
         stop.set()
     out = Outcome(None, status=solver.status_name(status), seconds=time.perf_counter() - t0,
-                  dtime=solver.deterministic_time)
-    if (settings.deterministic and status not in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
-            and out.dtime < 0.99 * solver.parameters.max_deterministic_time):  # stopped by the wall clock
+                  dtime=solver.deterministic_time / DTIME_PER_SECOND)
+    deadline.spend(out.dtime)
+    if (deadline.deterministic and deadline.cancelled is None and status not in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
+            and solver.deterministic_time < 0.99 * solver.parameters.max_deterministic_time):  # stopped by the wall clock
         settings.wall_capped += 1
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         out.choices = [c for _, c in sorted(pm.read(solver).items())]
@@ -404,6 +411,11 @@ def run(pm: PartModel, settings: Settings, seconds: float, report=None, stall: f
     elif pm.objective.optimizes:
         out.bound = _int_bound(solver.best_objective_bound)
     return out
+
+
+def stop_reason(deadline: Deadline) -> str:
+    """Why a solver stopped before its proof: the deadline's cancel reason, or its time limit."""
+    return deadline.cancelled or "time limit reached"
 
 
 def part_peaks(part: Part, choices: Sequence[Choice]) -> dict[str, int]:
@@ -473,21 +485,18 @@ def hint_choices(part: Part) -> list[Choice] | None:
     return part.choices(placements)
 
 
-def solve_parts(problem: Problem, objective: Objective, time_limit: float | None, settings: Settings,
-                solve_one: Callable[[Part, float, Callable], Result], progress=None) -> Result:
+def solve_parts(problem: Problem, objective: Objective, deadline: Deadline,
+                solve_one: Callable[[Part, Deadline, Callable], Result], progress=None) -> Result:
     """Reduce, hand each part its share of the remaining time (by size), merge the Results."""
     t0 = time.perf_counter()
     red = reduce(problem, objective)
     results: list[Result | None] = [None] * len(red.parts)
     order = sorted(range(len(red.parts)), key=lambda i: len(red.parts[i].units))  # leftovers go to the big ones
-    left_units = total_units = sum(len(p.units) for p in red.parts)
+    left_units = sum(len(p.units) for p in red.parts)
     tracker = Tracker(red, progress, t0)
     for i in order:
         part = red.parts[i]
-        remaining = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.0)
-        share = None if remaining is None else remaining * len(part.units) / max(left_units, 1)
-        if settings.deterministic and time_limit is not None:  # fixed in advance, not by elapsed time
-            share = time_limit * len(part.units) / max(total_units, 1)
+        share = deadline.share(len(part.units) / max(left_units, 1))
         left_units -= len(part.units)
         results[i] = solve_one(part, share, lambda r, i=i: tracker.update(i, r))
         tracker.update(i, results[i])
@@ -525,10 +534,9 @@ class Tracker:
         self.progress({"best": best, "bound": bound, "gap": gap, "elapsed": time.perf_counter() - self.t0})
 
 
-def solve_part_cpsat(part: Part, seconds: float | None, settings: Settings, objective: Objective,
+def solve_part_cpsat(part: Part, deadline: Deadline, settings: Settings, objective: Objective,
                      incumbent: list[Choice] | None = None, report=None) -> Result:
     """One CP-SAT run on a whole part (warm-started from ``incumbent`` or the user's hints)."""
-    t0 = time.perf_counter()
     start = incumbent if incumbent is not None else hint_choices(part)
     if len(part.units) > FULL_MODEL_MAX_UNITS:
         msg = (f"{len(part.units)} units in one part exceed the full CP-SAT model's reach "
@@ -543,36 +551,35 @@ def solve_part_cpsat(part: Part, seconds: float | None, settings: Settings, obje
         return Result(None, message=str(e))
     if start is not None:
         pm.hint(dict(enumerate(start)))
-    budget = 1e9 if seconds is None else max(seconds - (time.perf_counter() - t0), 0.01)
 
     def relay(choices, value, bound):
         if report and choices is not None:
             report(part_result(part, pm, [c for _, c in sorted(choices.items())], False, False, bound))
 
-    out = run(pm, settings, budget, relay)
+    out = run(pm, settings, deadline, relay)
     stats = {"cpsat_status": out.status, "cpsat_seconds": round(out.seconds, 3)}
     if out.choices is None:
         if out.infeasible and ceiling is None:
             return Result(None, proven_infeasible=True, message="CP-SAT proved that no plan fits the capacities", stats=stats)
         if start is not None:  # the warm start is all we have; keep CP-SAT's bound
             return part_result(part, pm, start, False, False, out.bound,
-                               "time limit reached; warm start kept", stats)
-        return Result(None, message="CP-SAT found no plan within the time limit", stats=stats)
-    msg = "" if out.optimal else "time limit reached"
+                               f"{stop_reason(deadline)}; warm start kept", stats)
+        return Result(None, message=f"CP-SAT found no plan: {stop_reason(deadline)}", stats=stats)
+    msg = "" if out.optimal else stop_reason(deadline)
     return part_result(part, pm, out.choices, out.optimal, False, out.bound, msg, stats)
 
 
 @planner("cpsat", clocks=True)
-def cpsat_planner(problem: Problem, time_limit: float | None = None, workers: int = 2, seed: int = 0,
-                  objective: Objective | str | None = None, deterministic: bool = False, progress=None) -> Result:
+def cpsat_planner(problem: Problem, deadline: Deadline, workers: int = 2, seed: int = 0,
+                  objective: Objective | str | None = None, progress=None) -> Result:
     """CP-SAT on each independent part (user hints as warm start), no heuristics."""
-    settings = Settings(workers, seed, deterministic)
+    settings = Settings(workers, seed)
     objective = Objective.parse(objective, problem)
     if problem.concurrent:
         from optplan.solvers.clock_models import cpsat_clocks
 
-        return cpsat_clocks(problem, objective, time_limit, workers, seed, _user_hints(problem))
-    result = solve_parts(problem, objective, time_limit, settings,
+        return cpsat_clocks(problem, objective, deadline.seconds_left(), workers, seed, _user_hints(problem))
+    result = solve_parts(problem, objective, deadline,
                          lambda part, share, rep: solve_part_cpsat(part, share, settings, objective, None, rep),
                          progress)
     if settings.wall_capped:

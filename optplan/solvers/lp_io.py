@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pulp
 
+from optplan.deadline import Deadline
 from optplan.errors import FormatError, OptplanError
 from optplan.formats.output import atomic_output
 from optplan.objective import Objective
@@ -61,7 +62,7 @@ def export_model(problem: Problem, path: str | Path, objective: Objective | str 
     if not red.parts:
         raise OptplanError("nothing to optimize: no buffer of the problem has bytes")
     part = red.parts[0]
-    incumbent = best_heuristic(problem)
+    incumbent = best_heuristic(problem, Deadline(1.0))
     start = settle(part, incumbent) if incumbent is not None else None
     model = build_model(part, objective, start)
     if model.stages:

@@ -36,10 +36,8 @@ import math
 import os
 import re
 import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -50,18 +48,21 @@ from typing import Any
 # OR-Tools and highspy ship different builds of libhighs.so.1 and cannot share a process; PuLP
 # imports highspy when it is imported. Loading OR-Tools first makes that import fail quietly
 # inside PuLP (its HiGHS API is then unavailable); HiGHS runs in a child process instead.
+import numpy as np
 import ortools.sat.python.cp_model  # noqa: F401  (must precede ``import pulp``)
 import pulp
 
 from optplan.bounds import lower_bounds
+from optplan.deadline import Deadline
 from optplan.errors import OptplanError
 from optplan.heuristics.packer import Packer
 from optplan.heuristics.run import run_heuristics
+from optplan.lifecycle import run_child
 from optplan.objective import Objective
 from optplan.plan import Placement
 from optplan.planners import Result, planner
 from optplan.problem import Problem
-from optplan.solvers.cpsat import Settings, part_peaks, solve_parts
+from optplan.solvers.cpsat import part_peaks, solve_parts
 from optplan.solvers.reduce import (
     Choice,
     Part,
@@ -76,6 +77,13 @@ SOLVERS = ("cbc", "highs")
 _STARTUP = {"cbc": 0.4, "highs": 0.5}  # seconds a solver's child process needs to start and report
 _DISPLAY = {"cbc": "CBC", "highs": "HiGHS"}
 LOST_STAGE = "(lost benefit)"  # the stage after the peaks' under min-peak: the tie-break
+# Model size, measured on minimalloc A, C, D (4.6k-12.5k conflicting pairs, 2-core machine under load):
+# PuLP's model took 1.6-2.3 kB of memory and 0.43-0.52 ms to build per pair of units alive together.
+BYTES_PER_PAIR = 2500
+BUILD_SECONDS_PER_PAIR = 5e-4
+# Deterministic mode: branch-and-bound nodes per deterministic second (single thread), instead of a
+# wall-clock limit; a wall cap of 10x + 5 s only keeps a run from hanging (reported when it fires).
+MIP_NODES_PER_SECOND = 100
 EXACT_LIMIT = 1e12  # largest model objective a MIP solver (doubles) still resolves to one unit
 
 
@@ -181,12 +189,50 @@ def model_weights(part: Part, horizon: dict[str, int], objective: Objective) -> 
     return {m: int(m == stages[0]) for m in part.memories}, None, stages
 
 
+class NoTime(Exception):
+    """The model could not be built before the deadline."""
+
+
+def overlapping_pairs(units: Sequence) -> int:
+    """Pairs of units alive at a common time: the MIP's disjunctions, counted in O(n log n)
+    without listing them (tens of millions on idealloc/S_1)."""
+    if not units:
+        return 0
+    starts = np.array([u.start for u in units], np.int64)
+    ends = np.array([u.end for u in units], np.int64)
+    alive = np.searchsorted(np.sort(starts), ends, "left") - np.searchsorted(np.sort(ends), starts, "right")
+    return int((alive.sum() - len(units)) // 2)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (Linux ``MemAvailable``), or None if unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def check_size(problem: Problem, name: str) -> int:
+    """Refuse, with one line, a MIP that would not fit in memory; returns its pair count."""
+    pairs = overlapping_pairs(problem.units)
+    need, have = pairs * BYTES_PER_PAIR, available_memory()
+    if have is not None and need > have:
+        raise OptplanError(f"planner {name!r}: the MIP would have about {pairs:,} disjunctive pairs and need about "
+                           f"{need / 2**30:.1f} GiB of memory to build, {have / 2**30:.1f} GiB available; "
+                           "use planner 'auto' or 'cpsat'")
+    return pairs
+
+
 def build_model(part: Part, objective: Objective | str | None = None, incumbent: Sequence[Choice] | None = None,
-                floor: dict[str, int] | None = None, symmetry: bool = True) -> Model:
+                floor: dict[str, int] | None = None, symmetry: bool = True, deadline: Deadline | None = None) -> Model:
     """The MILP of ``part``; ``incumbent`` (grid units) bounds the horizons and is the warm start.
 
     ``floor[m]`` (grid units, default the part's lower bound) is a peak the whole problem cannot
-    go below anyway, so nothing is gained below it.
+    go below anyway, so nothing is gained below it. Raises NoTime when ``deadline`` expires first.
     """
     units = part.scaled
     problem = part.problem
@@ -274,7 +320,9 @@ def build_model(part: Part, objective: Objective | str | None = None, incumbent:
     ordered = {pair for g in groups for pair in itertools.pairwise(g)}
     same: dict[tuple[int, int], pulp.LpVariable] = {}
     order: list[tuple[int, int, int, int, pulp.LpVariable | None]] = []
-    for i, k2 in conflict_pairs(units).tolist():
+    for n_pair, (i, k2) in enumerate(conflict_pairs(units).tolist()):
+        if deadline is not None and n_pair % 256 == 0 and deadline.expired():
+            raise NoTime
         u, v = units[i], units[k2]
         common = [m for m in u.memories if m in v.memories]
         Xu = {m: assign[i].get(m, 1) for m in u.memories}
@@ -463,72 +511,66 @@ class Outcome:
     stats: dict[str, object] = field(default_factory=dict)
 
 
-def run(model: Model, solver: str, seconds: float | None, workers: int = 1, seed: int = 0,
+def run(model: Model, solver: str, deadline: Deadline, workers: int = 1, seed: int = 0,
         warm: bool = False) -> Outcome:
-    """Solve ``model`` with CBC or HiGHS for at most ``seconds``; exact gaps (integer objective)."""
+    """Solve ``model`` with CBC or HiGHS until ``deadline``; exact gaps (integer objective)."""
     gcd = math.gcd(*model.weights.values()) or 1
     gap_abs = 0.999 * gcd  # objective values are multiples of gcd: below that gap means optimal
+    # the solver's own limit leaves time for its start-up and answer; ``run_child`` enforces the deadline
+    seconds = max(deadline.left() - _STARTUP[solver], 0.05) if deadline.limited else None
+    nodes = wall = None
+    if deadline.deterministic:  # a node budget: the same search on every run, whatever the load
+        seconds, workers = None, 1
+        if deadline.limited:
+            nodes, wall = max(1, int(deadline.left() * MIP_NODES_PER_SECOND)), 10 * deadline.left() + 5
     if solver == "highs":
-        return _run_highs(model, seconds, gap_abs, workers, seed, warm)
-    options = [f"randomCbcSeed {seed}"] if seed else []
-    with tempfile.TemporaryDirectory(prefix="optplan-cbc-") as tmp:
-        log = os.path.join(tmp, "cbc.log")
-        with warnings.catch_warnings():  # PuLP 3.3 deprecates its bundled CBC for 4.0 (pin pulp<4)
-            warnings.simplefilter("ignore", DeprecationWarning)
-            s = pulp.PULP_CBC_CMD(msg=False, timeLimit=seconds, gapRel=0.0, gapAbs=gap_abs, threads=workers,
-                                  warmStart=warm, logPath=log, options=options)
-        s.tmpDir = tmp  # CBC's command line names this directory: how the watchdog finds it
-        done = threading.Event()
-        if seconds is not None:
-            threading.Thread(target=_watchdog, args=(tmp, time.time() + seconds, done), daemon=True).start()
-        try:
-            model.lp.solve(s)
-        except pulp.PulpSolverError:
-            return Outcome(None, status="killed: CBC ignored the time limit")
-        finally:
-            done.set()
-        with open(log, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    return _cbc_outcome(model, text)
-
-
-def _watchdog(tag: str, deadline: float, done: threading.Event, grace: float = 1.0) -> None:
-    """CBC checks its time limit rarely (seconds late on a loaded machine): past the deadline
-    (``time.time()``), send SIGINT (CBC stops and reports its best solution), and SIGKILL after
-    ``grace`` seconds more."""
-    if done.wait(max(deadline - time.time(), 0.0)):
-        return
-    for sig in (signal.SIGINT, signal.SIGKILL):
-        for pid in _children_naming(tag):
-            try:
-                os.kill(pid, sig)
-            except OSError:
-                pass
-        if done.wait(grace):
-            return
-
-
-def _children_naming(tag: str) -> list[int]:
-    """Our child processes whose command line contains ``tag`` (Linux /proc; elsewhere none)."""
-    me, out = os.getpid(), list[int]()
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return out
-    for d in proc.iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            cmd = (d / "cmdline").read_bytes()
-            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == me and tag.encode() in cmd:
-            out.append(int(d.name))
+        out = _run_highs(model, deadline, seconds, gap_abs, workers, seed, warm, nodes, wall)
+    else:
+        out = _run_cbc(model, deadline, seconds, gap_abs, workers, seed, warm, nodes, wall)
+    if deadline.deterministic:
+        deadline.spend(float(out.stats.get("nodes", 0)) / MIP_NODES_PER_SECOND)  # type: ignore[arg-type]
     return out
 
 
-def _run_highs(model: Model, seconds: float | None, gap_abs: float, workers: int, seed: int,
-               warm: bool) -> Outcome:
+def _run_cbc(model: Model, deadline: Deadline, seconds: float | None, gap_abs: float, workers: int, seed: int,
+             warm: bool, nodes: int | None, wall: float | None) -> Outcome:
+    """CBC on the model, run by us: PuLP's own runner waits forever and leaves CBC in our process group."""
+    options = ([f"randomCbcSeed {seed}"] if seed else []) + ([f"maxNodes {nodes}"] if nodes is not None else [])
+    with warnings.catch_warnings():  # PuLP 3.3 deprecates its bundled CBC for 4.0 (pin pulp<4)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        s = pulp.PULP_CBC_CMD(msg=False, timeLimit=seconds, gapRel=0.0, gapAbs=gap_abs, threads=workers,
+                              warmStart=warm, options=options)
+    with tempfile.TemporaryDirectory(prefix="optplan-cbc-") as tmp:
+        mps, mst, sol, log = (os.path.join(tmp, n) for n in ("model.mps", "start.mst", "model.sol", "cbc.log"))
+        lp = model.lp
+        variables, var_names, con_names, _ = lp.writeMPS(mps, rename=1)
+        args = [s.path, mps]
+        if warm:
+            s.writesol(mst, lp, variables, var_names, con_names)
+            args += ["-mips", mst]
+        if seconds is not None:
+            args += ["-sec", f"{seconds:.3f}"]
+        for option in s.options + s.getOptions():  # PuLP's spelling of the options: "-name value"
+            name, *value = option.split()
+            args += [f"-{name}", *value]
+        args += ["-solve", "-printingOptions", "all", "-solution", sol]
+        with open(log, "w", encoding="utf-8") as f:
+            _, stopped = run_child(args, deadline, grace=2.0, stop=signal.SIGINT, log=f, wall=wall)
+        if not os.path.exists(sol):
+            return Outcome(None, status="interrupted" if deadline.cancelled else "killed: CBC ignored the time limit")
+        status, values, _, _, _, sol_status = s.readsol_MPS(sol, lp, variables, var_names, con_names)
+        lp.assignVarsVals(values)
+        lp.assignStatus(status, sol_status)
+        with open(log, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    out = _cbc_outcome(model, text)
+    if stopped and wall is not None and not deadline.cancelled:
+        out.stats["deterministic_wall_capped"] = 1
+    return out
+
+
+def _run_highs(model: Model, deadline: Deadline, seconds: float | None, gap_abs: float, workers: int, seed: int,
+               warm: bool, nodes: int | None, wall: float | None) -> Outcome:
     """HiGHS on the model's MPS file in a child process (see ``highs_child`` for why)."""
     try:
         import importlib.util
@@ -539,21 +581,25 @@ def _run_highs(model: Model, seconds: float | None, gap_abs: float, workers: int
         raise OptplanError("planner 'milp-highs' needs highspy: pip install 'optplan[highs]'") from None
     options: dict[str, object] = {"mip_rel_gap": 0.0, "mip_abs_gap": gap_abs, "random_seed": int(seed),
                                   "threads": int(workers)}
-    deadline = None if seconds is None else time.time() + seconds
+    if nodes is not None:
+        options["mip_max_nodes"] = nodes
+    due = None if seconds is None else time.time() + seconds
     with tempfile.TemporaryDirectory(prefix="optplan-highs-") as tmp:
-        mps, req, res = (os.path.join(tmp, n) for n in ("model.mps", "request.json", "result.json"))
+        mps, req, res, log = (os.path.join(tmp, n) for n in ("model.mps", "request.json", "result.json", "log"))
         model.lp.writeMPS(mps)
         start = {v.name: v.varValue for v in model.lp.variables() if v.varValue is not None} if warm else None
         with open(req, "w", encoding="utf-8") as f:
-            json.dump({"options": options, "start": start, "deadline": deadline}, f)
-        try:
-            child = subprocess.run([sys.executable, str(Path(__file__).with_name("highs_child.py")), mps, req, res],
-                                   capture_output=True, text=True, check=False,
-                                   timeout=None if deadline is None else max(deadline - time.time(), 0.0) + 3.0)
-        except subprocess.TimeoutExpired:
-            return Outcome(None, status="killed: HiGHS ignored the time limit")
-        if child.returncode != 0 or not os.path.exists(res):
-            raise RuntimeError(f"HiGHS child process failed: {child.stderr.strip().splitlines()[-1:] or child.returncode}")
+            json.dump({"options": options, "start": start, "deadline": due}, f)
+        with open(log, "w+", encoding="utf-8") as f:
+            code, stopped = run_child([sys.executable, str(Path(__file__).with_name("highs_child.py")), mps, req, res],
+                                      deadline, stop=signal.SIGKILL, log=f, late=0.5, wall=wall)
+            f.seek(0)
+            err = f.read().strip().splitlines()[-1:]
+        if code != 0 or not os.path.exists(res):
+            if deadline.cancelled or stopped:
+                why = "interrupted" if deadline.cancelled else "killed: HiGHS ignored the time limit"
+                return Outcome(None, status=why, stats={"deterministic_wall_capped": 1} if wall is not None else {})
+            raise RuntimeError(f"HiGHS child process failed: {err or code}")
         with open(res, encoding="utf-8") as f:
             r = json.load(f)
     out = Outcome(r["values"], status=r["status"])
@@ -589,16 +635,16 @@ def _cbc_outcome(model: Model, log: str) -> Outcome:
     return out
 
 
-def best_heuristic(problem: Problem, seed: int = 0) -> dict[str, Placement] | None:
+def best_heuristic(problem: Problem, deadline: Deadline, seed: int = 0) -> dict[str, Placement] | None:
     """The best plan of the constructive heuristics (compiled: about a second on 60k buffers), or None."""
-    plans, _errors = run_heuristics(problem, seed, improve=False)  # a failing heuristic is simply not a candidate
+    plans, _errors = run_heuristics(problem, deadline, seed, improve=False)  # a failing heuristic is simply not a candidate
     found = [p for p in plans if p.found]
     # ties (e.g. a weight-0 memory scores every plan 0) go to the lowest peaks: a plan stacked
     # higher than the model's horizons (naive's) cannot be its warm start
     return min(found, key=lambda p: (p.objective_value, sum(p.peak.values()))).placements if found else None  # type: ignore[arg-type, return-value]
 
 
-def solve_part(part: Part, solver: str, seconds: float | None, objective: Objective,
+def solve_part(part: Part, solver: str, deadline: Deadline, objective: Objective,
                incumbent: dict[str, Placement] | None, workers: int = 1, seed: int = 0) -> Result:
     """The MIP of one part, warm-started from the heuristic plan, which is kept if nothing beats
     it; in lexicographic stages when the weighted objective is too large for doubles."""
@@ -614,10 +660,17 @@ def solve_part(part: Part, solver: str, seconds: float | None, objective: Object
         if all(peak[m] <= max(part.lower[m], floor.get(m, 0)) for m in part.memories) and not _trades_benefit(objective, part):
             # the heuristic plan meets the lower bound: nothing to prove
             return Result(part.placements(start), proven_optimal=objective.optimizes, stats=stats)
+    pairs = overlapping_pairs(part.scaled)
+    if deadline.limited and pairs * BUILD_SECONDS_PER_PAIR > deadline.left():
+        return _not_built(part, start, f"about {pairs * BUILD_SECONDS_PER_PAIR:.0f} s", deadline, stats)
     try:
-        model = build_model(part, objective, start, floor)
+        model = build_model(part, objective, start, floor, deadline=deadline)
+    except NoTime:
+        return _not_built(part, start, "more", deadline, stats)
     except OptplanError as e:
         return Result(None if start is None else part.placements(start), message=str(e), stats=stats)
+    if deadline.deterministic:  # its building counts, at the measured rate
+        deadline.spend(pairs * BUILD_SECONDS_PER_PAIR)
     stats["order_binaries"] = sum(z is not None for *_, z in model.order)
     choices, proven, first_bound, outs = start, True, None, []
     stages = model.stages or ("",)
@@ -627,10 +680,7 @@ def solve_part(part: Part, solver: str, seconds: float | None, objective: Object
             model.lp += model.peak[prev] <= model.key(choices)[n - 1], f"stage_{n}"  # type: ignore[arg-type]
             model.lp.setObjective(model.lost_expr if mem == LOST_STAGE else pulp.lpSum([model.peak[mem]]))
             warm_start(model, choices)  # type: ignore[arg-type]
-        # the solver runs in a child process: leave its start-up out of the budget
-        left = None if seconds is None else seconds - (time.perf_counter() - t0)
-        budget = None if left is None else max(left / (len(stages) - n) - _STARTUP[solver], 0.05)
-        out = run(model, solver, budget, workers, seed, warm=choices is not None)
+        out = run(model, solver, deadline.share(1 / (len(stages) - n)), workers, seed, warm=choices is not None)
         outs.append(out)
         raw = read_choices(part, out.values.get) if out.values is not None else None
         found = decode(part, raw, model, out.values.get) if raw is not None and out.values is not None else []
@@ -661,9 +711,19 @@ def solve_part(part: Part, solver: str, seconds: float | None, objective: Object
                           stats=stats)
         if "invalid_solution" in stats:
             return Result(None, message=f"{_DISPLAY[solver]}'s solution is not a valid plan (a model bug)", stats=stats)
-        return Result(None, message=f"{_DISPLAY[solver]} found no plan within the time limit ({last.status})", stats=stats)
+        return Result(None, message=f"{_DISPLAY[solver]} found no plan: {deadline.cancelled or 'time limit reached'} "
+                                    f"({last.status})", stats=stats)
     message = "" if proven else f"{_DISPLAY[solver]}: {stats['mip_status']}"
     return _result(model, choices, proven, first_bound, message, stats)
+
+
+def _not_built(part: Part, start: list[Choice] | None, need: str, deadline: Deadline,
+               stats: dict[str, object]) -> Result:
+    """The part's model would take ``need`` to build, more than the deadline leaves: keep the warm start."""
+    why = deadline.cancelled or f"the MIP of {len(part.units)} units needs {need} to build, more than the time left"
+    stats["model_not_built"] = why
+    message = f"{why}: model not built" + ("; heuristic plan kept" if start is not None else "")
+    return Result(None if start is None else part.placements(start), message=message, stats=stats)
 
 
 def _result(model: Model, choices: Sequence[Choice], proven: bool, bound: float | None, message: str,
@@ -706,47 +766,47 @@ def _trades_benefit(objective: Objective, part: Part) -> bool:
     return objective.counts_benefit and any(len(u.memories) > 1 for u in part.units)
 
 
-def milp(problem: Problem, solver: str, time_limit: float | None, workers: int, seed: int,
+def milp(problem: Problem, solver: str, deadline: Deadline, workers: int, seed: int,
          objective: Objective | str | None, progress: Callable[[dict], None] | None, warm_start: bool = True) -> Result:
     """Heuristic warm start, then one MIP per independent part in its share of the time."""
     objective = Objective.parse(objective, problem)
-    t0 = time.perf_counter()
-    incumbent = best_heuristic(problem, seed) if warm_start else None
+    if not problem.concurrent:  # the vector-clock model counts its own pairs
+        check_size(problem, f"milp-{solver}")
+    heuristics = deadline.part(min(1.0, 0.05 * deadline.left()))
+    incumbent = best_heuristic(problem, heuristics, seed) if warm_start else None
     if not objective.optimizes and incumbent is not None:
         return Result(incumbent, message="the heuristic plan fits the capacities; no MIP needed")
     if problem.concurrent:
         from optplan.solvers.clock_models import milp_clocks
 
-        remaining = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.0)
-        return milp_clocks(problem, solver, objective, remaining, max(1, int(workers)), seed, incumbent)
-    remaining = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.0)
+        return milp_clocks(problem, solver, objective, deadline, max(1, int(workers)), seed, incumbent)
     workers = max(1, int(workers))
     runs: list[dict[str, object]] = []
 
-    def one(part: Part, share: float | None, report: object) -> Result:
+    def one(part: Part, share: Deadline, report: object) -> Result:
         res = solve_part(part, solver, share, objective, incumbent, workers, seed)
         if "mip_status" in res.stats:
             runs.append(res.stats)
         return res
 
-    result = solve_parts(problem, objective, remaining, Settings(workers, seed), one, progress)
+    result = solve_parts(problem, objective, deadline, one, progress)
     result.stats.update(solver=solver, heuristic_warm_start=incumbent is not None, mip_runs=runs)
     return result
 
 
 @planner("milp-cbc", clocks=True)
-def milp_cbc(problem: Problem, time_limit: float | None = None, workers: int = 1, seed: int = 0,
+def milp_cbc(problem: Problem, deadline: Deadline, workers: int = 1, seed: int = 0,
              objective: Objective | str | None = None, progress: Callable[[dict], None] | None = None,
              warm_start: bool = True) -> Result:
     """MILP with CBC (bundled with PuLP), warm-started from the best heuristic plan
     (``warm_start=False``: the MIP alone, e.g. to compare with CP-SAT)."""
-    return milp(problem, "cbc", time_limit, workers, seed, objective, progress, warm_start)
+    return milp(problem, "cbc", deadline, workers, seed, objective, progress, warm_start)
 
 
 @planner("milp-highs", clocks=True)
-def milp_highs(problem: Problem, time_limit: float | None = None, workers: int = 1, seed: int = 0,
+def milp_highs(problem: Problem, deadline: Deadline, workers: int = 1, seed: int = 0,
                objective: Objective | str | None = None, progress: Callable[[dict], None] | None = None,
                warm_start: bool = True) -> Result:
     """MILP with HiGHS (needs the optional highspy), warm-started from the best heuristic plan
     (``warm_start=False``: the MIP alone)."""
-    return milp(problem, "highs", time_limit, workers, seed, objective, progress, warm_start)
+    return milp(problem, "highs", deadline, workers, seed, objective, progress, warm_start)

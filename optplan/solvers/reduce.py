@@ -32,9 +32,9 @@ from functools import cached_property
 import numpy as np
 
 from optplan.bounds import lower_bounds
+from optplan.objective import Objective, fastest_fit
 from optplan.plan import Placement, peaks
 from optplan.planners import Result
-from optplan.objective import Objective, fastest_fit
 from optplan.problem import Problem, Unit
 
 Choice = tuple[str, int]  # (memory, root offset) of one unit

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from optplan.deadline import Deadline
 from optplan.plan import Plan
 from optplan.problem import Problem
 from optplan.study.instances import discover
@@ -22,17 +23,27 @@ class Compared:
 
 def compare(paths: list[str], names: list[str], time_limit: float | None = None, seed: int | None = None,
             prepare: Callable[[Problem], Problem] = lambda p: p) -> list[Compared]:
-    """Every planner on every instance under ``paths``; ``prepare`` adjusts each problem (--capacity)."""
+    """Every planner on every instance under ``paths``; ``prepare`` adjusts each problem (--capacity).
+    ``time_limit`` holds for the whole comparison, reading included: each instance gets a share of
+    what is left, each planner a share of its instance's; a planner reached after it is not run."""
+    from optplan import planners
     from optplan.formats import read_problem
 
+    for name in names:
+        planners.prepare_planner(name)  # compiling is not the user's time
+    deadline = Deadline(time_limit)
     instances, _ = discover(paths)
     problems = [(i.label, prepare(read_problem(i.path))) for i in instances]  # all read before anything runs
     out = []
-    for label, problem in problems:
+    for k, (label, problem) in enumerate(problems):
         runs = []
-        for name in names:
+        mine = deadline.share(1 / (len(problems) - k))
+        for j, name in enumerate(names):
             task = Task(label, name, time_limit, seed=seed or 0)
-            plan = solve_task(problem, task)
+            if mine.expired():
+                plan = planners.finish(problem, planners.Result(None, message="not run: time limit reached"), name, 0.0)
+            else:
+                plan = solve_task(problem, task, mine.share(1 / (len(names) - j)))
             runs.append((plan, plan_row(problem, task, plan)))
         runs.sort(key=lambda pr: (not pr[0].found, pr[0].objective_value or 0))
         derive([r for _, r in runs])

@@ -6,6 +6,7 @@ import time
 import traceback
 from dataclasses import dataclass
 
+from optplan.deadline import Deadline
 from optplan.plan import Plan
 from optplan.problem import Problem
 
@@ -37,10 +38,12 @@ def plan_row(problem: Problem, task: Task, plan: Plan) -> dict[str, object]:
             "seconds": round(plan.seconds, 3), "message": plan.message.replace("\n", " ")}
 
 
-def solve_task(problem: Problem, task: Task) -> Plan:
+def solve_task(problem: Problem, task: Task, deadline: Deadline | None = None) -> Plan:
+    """``deadline``: instead of the task's own time limit (compare shares one among its planners)."""
     from optplan import planners
 
-    return planners.solve(problem, task.planner, time_limit=task.time_limit, workers=task.workers, seed=task.seed)
+    limit = {"time_limit": task.time_limit} if deadline is None else {"deadline": deadline}
+    return planners.solve(problem, task.planner, workers=task.workers, seed=task.seed, **limit)
 
 
 def run_task(problem: Problem, task: Task) -> dict[str, object]:

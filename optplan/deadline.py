@@ -1,0 +1,103 @@
+"""The one notion of time: a Deadline that every planner polls, cuts sub-budgets from, and that a
+signal cancels.
+
+``Deadline(None)`` means no limit (``left()`` is ``inf``). In wall-clock mode ``left()`` is the
+time to an end fixed when the deadline (or part) was made. In deterministic mode it counts
+*deterministic seconds* that the planners ``spend`` for the work they did (the search: kernel
+nodes, CP-SAT: its deterministic time, hill-climb: steps): the answer then depends on the
+instance, the seed and the limit, never on the machine's load. A part charges its parents too.
+``cancel()`` (a signal handler, on any thread) makes every part of the tree expired at once and
+runs the hooks that running solvers registered to stop themselves.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+
+class Deadline:
+    def __init__(self, seconds: float | None = None, deterministic: bool = False,
+                 parent: Deadline | None = None) -> None:
+        if seconds is not None and not seconds >= 0:  # NaN too
+            raise ValueError(f"a time limit must be a number >= 0, got {seconds}")
+        self.deterministic: bool = parent.deterministic if parent is not None else deterministic
+        self.parent = parent
+        self.root: Deadline = parent.root if parent is not None else self
+        self.seconds = math.inf if seconds is None else float(seconds)  # budget at creation
+        if parent is not None:
+            self.seconds = min(self.seconds, parent.left())
+        self.end = time.perf_counter() + self.seconds  # wall-clock mode
+        self.spent = 0.0  # deterministic mode: deterministic seconds spent here and in parts
+        if parent is None:
+            self.reason: str | None = None  # why it was cancelled (e.g. "interrupted")
+            self.hooks: list[Callable[[], None]] = []
+            self.lock = threading.Lock()
+
+    @property
+    def limited(self) -> bool:
+        return self.seconds != math.inf
+
+    @property
+    def cancelled(self) -> str | None:
+        return self.root.reason
+
+    def left(self) -> float:
+        """Seconds left (deterministic: deterministic seconds); ``inf`` without a limit, 0 once cancelled."""
+        if self.root.reason is not None:
+            return 0.0
+        if self.deterministic:
+            return max(self.seconds - self.spent, 0.0)
+        return max(self.end - time.perf_counter(), 0.0) if self.limited else math.inf
+
+    def seconds_left(self) -> float | None:
+        """``left()`` as the float-or-None seconds of APIs that take no Deadline (the vector-clock
+        models); None without a limit."""
+        return self.left() if self.limited or self.root.reason is not None else None
+
+    def expired(self) -> bool:
+        return self.left() <= 0.0
+
+    def part(self, seconds: float | None) -> Deadline:
+        """A sub-budget of at most ``seconds`` (None: all that is left) whose spending counts here too."""
+        return Deadline(seconds, parent=self)
+
+    def share(self, fraction: float) -> Deadline:
+        """A sub-budget of ``fraction`` of what is left (the whole of an unlimited deadline)."""
+        return self.part(fraction * self.left() if self.limited else None)
+
+    def spend(self, seconds: float) -> None:
+        """Deterministic mode: charge ``seconds`` of deterministic work here and to every parent."""
+        node: Deadline | None = self
+        while node is not None:
+            node.spent += seconds
+            node = node.parent
+
+    def cancel(self, reason: str = "interrupted") -> None:
+        """Expire the whole tree and stop every registered solver (safe from any thread)."""
+        root = self.root
+        with root.lock:
+            if root.reason is not None:
+                return
+            root.reason = reason
+            hooks = list(root.hooks)
+        for hook in hooks:
+            hook()
+
+    @contextmanager
+    def on_cancel(self, hook: Callable[[], None]) -> Iterator[None]:
+        """Run ``hook`` (e.g. a solver's stop) if the deadline is cancelled while inside the block."""
+        root = self.root
+        with root.lock:
+            root.hooks.append(hook)
+            now = root.reason is not None
+        if now:
+            hook()
+        try:
+            yield
+        finally:
+            with root.lock:
+                root.hooks.remove(hook)
