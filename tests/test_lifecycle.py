@@ -24,6 +24,17 @@ ROOT = Path(__file__).resolve().parents[1]
 STARTUP_CPU = 2.5  # CPU seconds to import optplan and read minimalloc/D (measured 2.1 s)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _warm_numba_cache() -> None:
+    """Compile the numba kernels in this process first, which fills their on-disk cache: the
+    signal must reach a child that is solving, not one still compiling (a fresh checkout's first
+    run would be)."""
+    from optplan.search import engine
+
+    engine.ensure_compiled()
+    planners.solve(Problem([Buffer("a", 4, 0, 2), Buffer("b", 4, 1, 3)]), "greedy-size")
+
+
 def _start(args: list[str], tmp: Path) -> subprocess.Popen:
     """``optplan`` in a child with SIGINT at its default (a background job's children ignore it)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp))
