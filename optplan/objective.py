@@ -135,10 +135,16 @@ class Objective:
         """``(W, L)`` back from a value (``L`` is 0 when the goal does not count it)."""
         if not self.counts_benefit:
             return value, 0
+        return self.unpack(value, self.peak_scale(problem) if self.benefit_first else self.lost_scale(problem))
+
+    def unpack(self, value: int, shift: int) -> tuple[int, int]:
+        """``(W, L)`` from ``L * shift + W`` (benefit first) or ``W * shift + L``: the objective's
+        value here, an exact model's objective with its own shift in CP-SAT and MILP."""
         if self.benefit_first:
-            lost, weighted = divmod(value, self.peak_scale(problem))
+            lost, weighted = divmod(value, shift)
             return weighted, lost
-        return divmod(value, self.lost_scale(problem))
+        weighted, lost = divmod(value, shift)
+        return weighted, lost
 
     def components(self, problem: Problem, value: int, bound: int) -> tuple[tuple[str, int, int], ...]:
         """The value and its bound as named quantities, most important first: ``("peaks", W,

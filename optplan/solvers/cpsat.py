@@ -302,10 +302,7 @@ class PartModel:
         """(weighted peaks, lost benefit) in model units from a model objective value or bound."""
         if self.shift == 1:
             return value, 0
-        if self.objective.benefit_first:
-            lost, weighted = divmod(value, self.shift)
-            return weighted, lost
-        return divmod(value, self.shift)
+        return self.objective.unpack(value, self.shift)
 
     def hint(self, choices: dict[int, Choice]) -> None:
         """Warm start from one choice per active unit (reordered to respect symmetry breaking)."""

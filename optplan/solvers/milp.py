@@ -128,10 +128,7 @@ class Model:
         """(weighted peaks, lost benefit) in model units from a model objective value or bound."""
         if self.shift == 1:
             return value, 0
-        if self.objective.benefit_first:
-            lost, weighted = divmod(value, self.shift)
-            return weighted, lost
-        return divmod(value, self.shift)
+        return self.objective.unpack(value, self.shift)
 
     def value(self, choices: Sequence[Choice]) -> int:
         """The (first) model objective of a plan of the part (grid units)."""
