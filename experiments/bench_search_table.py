@@ -18,17 +18,15 @@ numba compile/load time is not counted; the load average is printed (the machine
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import shlex
-import subprocess
 import sys
-import tempfile
 import time
 import types
 from pathlib import Path
 
 import numpy as np
+from bench_kernel import old_kernel  # the kernel of a past commit, compiled apart
 
 from optplan.bounds import lower_bounds
 from optplan.formats import read_problem, write_text
@@ -40,19 +38,6 @@ SHARED = ROOT.parent / "shared" / "benchmarks" / "minimalloc"
 BEFORE = "ffd8b94"  # the last commit whose kernel has no table
 CAPACITY = 1048576
 MARKS = (1011, 1008)  # D's best peaks in units of 1024 bytes (bound 963)
-
-
-def old_kernel() -> types.ModuleType:
-    """The kernel of ``BEFORE`` as a module (compiled into a temporary numba cache)."""
-    src = subprocess.run(["git", "-C", str(ROOT), "show", f"{BEFORE}:optplan/search/kernel.py"], check=True,
-                         capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp(prefix="optplan_old_kernel_")) / "old_search_kernel.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location("old_search_kernel", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["old_search_kernel"] = mod  # numba looks its globals up by module name
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
 
 
 class Counting:
@@ -106,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(rows), flush=True)
 
     t_all = time.perf_counter()
-    old = old_kernel()
+    old = old_kernel(BEFORE)
     engine.ensure_compiled()
     inst0 = instance("A")[1]
     for o in engine.orderings(inst0)[:1]:  # compile the old kernel outside the timings

@@ -31,29 +31,18 @@ from __future__ import annotations
 import math
 from collections import ChainMap
 from collections.abc import Mapping, MutableMapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from optplan.errors import FormatError, OptplanError
+from optplan.frontends.torch_export import DEFAULT_ALIGNMENT, _Storage
 from optplan.problem import Buffer, Memory, Problem
 
 if TYPE_CHECKING:
     import onnx
 
-DEFAULT_ALIGNMENT = 16  # ExecuTorch's default tensor alignment, as in the torch front end
 VIEW_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
 CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
-
-
-@dataclass
-class _Storage:
-    id: str
-    size: int
-    start: int
-    end: int
-    planned: bool
-    kind: str  # "intermediate", "input", "output", "weight"
 
 
 Scope = MutableMapping[str, "_Storage | None"]

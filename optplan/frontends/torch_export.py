@@ -53,7 +53,7 @@ class _Storage:
     start: int
     end: int
     planned: bool
-    kind: str  # "intermediate", "input", "output", "mutable_buffer", "constant"
+    kind: str  # "intermediate", "input", "output", "mutable_buffer", "constant" (torch); "weight" (ONNX)
     reads: int = 0  # consumers: the benefit of keeping it in fast memory is size x (1 write + reads)
 
 
