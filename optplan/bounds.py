@@ -155,13 +155,20 @@ def _lower_bounds(problem: Problem) -> Bounds:
 def _fixed_conflict(problem: Problem) -> str | None:
     """Two units pinned to the same memory and offset range at the same time cannot both exist."""
     fixed = [u for u in problem.units if u.fixed_offset is not None and len(u.memories) == 1 and u.pieces]
+    if problem.concurrent:
+        graph = problem.clock_graph
+        number = {r: i for i, r in enumerate(graph.roots)}
     for a, b in itertools.combinations(fixed, 2):
         if a.memories != b.memories or a.fixed_offset is None or b.fixed_offset is None:
             continue
-        if problem.concurrent and b.root not in problem.conflicts[a.root]:
+        where = f"buffer {b.root!r}: its fixed placement overlaps the fixed placement of {a.root!r} in memory {a.memories[0]!r}"
+        if problem.concurrent:
+            d = b.fixed_offset - a.fixed_offset
+            if any(lo <= d <= hi for lo, hi in graph.apart[number[b.root]].get(number[a.root], ())):
+                return f"{where} (concurrent lifetimes)"
             continue
         for p in a.pieces:
             for q in b.pieces:
-                if (problem.concurrent or p[0] < q[1] and q[0] < p[1]) and a.fixed_offset + p[2] < b.fixed_offset + q[3] and b.fixed_offset + q[2] < a.fixed_offset + p[3]:
-                    return f"buffer {b.root!r}: its fixed placement overlaps the fixed placement of {a.root!r} in memory {a.memories[0]!r} at step {max(p[0], q[0])}"
+                if p[0] < q[1] and q[0] < p[1] and a.fixed_offset + p[2] < b.fixed_offset + q[3] and b.fixed_offset + q[2] < a.fixed_offset + p[3]:
+                    return f"{where} at step {max(p[0], q[0])}"
     return None

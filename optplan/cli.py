@@ -217,7 +217,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     if problem.concurrent:  # vector clocks: the heaviest set of pairwise concurrent buffers
         from optplan.clocks import clique_bound
 
-        load, step = clique_bound(problem, [b.id for b in bufs])[0], None
+        load, step = clique_bound(problem, [u.root for u in problem.units])[0], None
     lo, hi = problem.time_span
     info = {
         "buffers": len(bufs), "streams": problem.streams, "time_span": [lo, hi], "total_bytes": sum(b.size for b in bufs),

@@ -61,7 +61,7 @@ def _auto_clocks(problem: Problem, best: Plan | None, objective: Objective, dead
 
     left = deadline.seconds_left()
     hint = best.placements if best is not None and best.found else None
-    pairs = sum(len(v) for v in problem.conflicts.values()) // 2
+    pairs = problem.clock_graph.pairs()
     if hint is not None and pairs > MAX_PAIRS:
         return Result(hint, stats=stats, message=f"{pairs:,} conflicting pairs: too many for the pairwise exact model; "
                                                  "the best heuristic plan stands")

@@ -13,9 +13,12 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optplan.errors import ProblemError
+
+if TYPE_CHECKING:
+    from optplan.clocks import ClockGraph
 
 # A step (int) or a vector clock (tuple[int, ...], see optplan.clocks). Typed Any: the planners
 # for scalar lifetimes read ints; only Problem.concurrent ones see tuples.
@@ -46,13 +49,14 @@ class Gap:
     size (hence its reach in the peak and the capacity) do not change.
     """
 
-    start: int
-    end: int
+    start: Time  # an int, or a vector clock like the buffer's (see optplan.clocks)
+    end: Time
     window: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.window, list):  # as read from JSON
-            object.__setattr__(self, "window", tuple(self.window))
+        for name in ("start", "end", "window"):
+            if isinstance(getattr(self, name), list):  # as read from JSON
+                object.__setattr__(self, name, tuple(getattr(self, name)))
 
 
 @dataclass(frozen=True)
@@ -245,12 +249,12 @@ class Problem:
         return self.streams > 1
 
     @cached_property
-    def conflicts(self) -> dict[str, frozenset[str]]:
-        """Buffer id -> ids of the buffers whose lifetimes conflict with it (vector clocks:
-        neither happens before the other). Derived once, for the planners that handle clocks."""
-        from optplan.clocks import conflict_lists
+    def clock_graph(self) -> ClockGraph:
+        """Vector clocks: which units conflict and at which relative offsets they would share a
+        byte (``optplan.clocks.ClockGraph``). Derived once, for the planners that handle clocks."""
+        from optplan.clocks import ClockGraph
 
-        return conflict_lists(self)
+        return ClockGraph(self)
 
     @property
     def time_span(self) -> tuple[int, int]:
@@ -429,14 +433,14 @@ def _check_clock(b: Buffer, where: str) -> None:
     if any(s > e for s, e in zip(b.start, b.end)) or b.start == b.end:  # type: ignore[arg-type]
         raise ProblemError(f"{where}: field 'end': lifetime {list(b.start)} -> {list(b.end)} is empty or reversed "  # type: ignore[arg-type]
                            "(end must be >= start in every stream and > in one)")
-    if b.gaps:
-        raise ProblemError(f"{where}: field 'gaps': gaps need a scalar lifetime (they are spans of one time axis)")
 
 
 def _one_stream(b: Buffer) -> Buffer:
-    """A one-stream vector clock is a scalar lifetime."""
+    """A one-stream vector clock is a scalar lifetime (its gaps' clocks too)."""
     if isinstance(b.start, (tuple, list)) and isinstance(b.end, (tuple, list)) and len(b.start) == len(b.end) == 1:
-        return replace(b, start=b.start[0], end=b.end[0])
+        gaps = tuple(replace(g, start=g.start[0], end=g.end[0]) if isinstance(g, Gap) and isinstance(g.start, tuple)
+                     and isinstance(g.end, tuple) and len(g.start) == len(g.end) == 1 else g for g in b.gaps)
+        return replace(b, start=b.start[0], end=b.end[0], gaps=gaps)
     return b
 
 
@@ -453,8 +457,6 @@ def _streams(p: Problem) -> int:
         culprit = next(b for b in p.buffers if streams(b) != streams(first))
         raise ProblemError(f"buffer {culprit.id!r}: field 'start': every buffer needs a vector clock of "
                            f"{streams(first) or 'as many'} streams like buffer {first.id!r} (a scalar is the one-stream case)")
-    if p.relative:
-        raise ProblemError(f"buffer {p.relative[0].buffer!r}: field 'relative': relative placements need scalar lifetimes")
     return lengths.pop()
 
 
@@ -462,10 +464,15 @@ def _check_gaps(b: Buffer, where: str) -> None:
     where = f"{where}: field 'gaps'"
     if not isinstance(b.gaps, tuple):
         raise ProblemError(f"{where}: must be a tuple of Gap, got {b.gaps!r}")
-    previous, idle = None, 0
     for g in b.gaps:
         if not isinstance(g, Gap):
             raise ProblemError(f"{where}: must hold Gap(start, end, window) entries, got {g!r}")
+        _check_window(b, g, where)
+    if isinstance(b.start, tuple):
+        _check_clock_gaps(b, where)
+        return
+    previous, idle = None, 0
+    for g in b.gaps:
         if not _is_int(g.start) or not _is_int(g.end):
             raise ProblemError(f"{where}: start and end must be integers, got {g.start!r} and {g.end!r}")
         _check_range(where, (("start", g.start), ("end", g.end)))
@@ -479,17 +486,55 @@ def _check_gaps(b: Buffer, where: str) -> None:
                                "(gaps must be sorted and must not overlap)")
         if g.window is None:
             idle += g.end - g.start
-        else:
-            w = g.window
-            if not isinstance(w, tuple) or len(w) != 2 or not all(_is_int(x) for x in w):
-                raise ProblemError(f"{where}: {span}: window must be a pair of integers (lo, hi), got {w!r}")
-            if w[0] == w[1]:
-                raise ProblemError(f"{where}: {span}: window [{w[0]}, {w[1]}) is empty (leave the window out for a full gap)")
-            if not 0 <= w[0] < w[1] <= b.size:
-                raise ProblemError(f"{where}: {span}: window [{w[0]}, {w[1]}) must satisfy 0 <= lo < hi <= size {b.size}")
         previous = g
     if b.gaps and idle == b.end - b.start:
         raise ProblemError(f"{where}: full gaps cover the whole lifetime [{b.start}, {b.end}); a buffer must be active at some step")
+
+
+def _span(g: Gap) -> str:
+    if isinstance(g.start, tuple) and isinstance(g.end, tuple):
+        return f"gap {list(g.start)} -> {list(g.end)}"
+    return f"gap [{g.start}, {g.end})"
+
+
+def _check_window(b: Buffer, g: Gap, where: str) -> None:
+    w = g.window
+    if w is None:
+        return
+    if not isinstance(w, tuple) or len(w) != 2 or not all(_is_int(x) for x in w):
+        raise ProblemError(f"{where}: {_span(g)}: window must be a pair of integers (lo, hi), got {w!r}")
+    if w[0] == w[1]:
+        raise ProblemError(f"{where}: {_span(g)}: window [{w[0]}, {w[1]}) is empty (leave the window out for a full gap)")
+    if not 0 <= w[0] < w[1] <= b.size:
+        raise ProblemError(f"{where}: {_span(g)}: window [{w[0]}, {w[1]}) must satisfy 0 <= lo < hi <= size {b.size}")
+
+
+def _check_clock_gaps(b: Buffer, where: str) -> None:
+    """Vector clocks: a gap is a span of clocks inside the lifetime, after the previous gap
+    (``optplan.clocks``); the buffer must hold bytes in some span."""
+    def le(x: tuple[int, ...], y: tuple[int, ...]) -> bool:
+        return all(a <= c for a, c in zip(x, y))
+
+    k, t, active = len(b.start), b.start, False
+    for g in b.gaps:
+        for name in ("start", "end"):
+            v = getattr(g, name)
+            if not isinstance(v, tuple) or len(v) != k or not all(_is_int(x) for x in v):
+                raise ProblemError(f"{where}: a gap's {name} must be a vector clock of {k} integers like the "
+                                   f"buffer's lifetime {list(b.start)} -> {list(b.end)}, got {v!r}")
+            _check_range(where, ((name, x) for x in v))
+        if not le(g.start, g.end) or g.start == g.end:
+            raise ProblemError(f"{where}: {_span(g)} is empty or reversed (end must be >= start in every stream and > in one)")
+        if not le(b.start, g.start) or not le(g.end, b.end):
+            raise ProblemError(f"{where}: {_span(g)} is not inside the lifetime {list(b.start)} -> {list(b.end)} in every stream")
+        if not le(t, g.start):
+            raise ProblemError(f"{where}: {_span(g)} starts before the previous gap ends in some stream "
+                               "(gaps must follow one another)")
+        active = active or t != g.start or g.window is not None
+        t = g.end
+    if not active and t == b.end:
+        raise ProblemError(f"{where}: full gaps cover the whole lifetime {list(b.start)} -> {list(b.end)}; "
+                           "a buffer must be active in some span")
 
 
 def _crt(m1: int, r1: int, m2: int, r2: int) -> tuple[int, int] | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -167,17 +168,18 @@ def _any_overlap(start: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndar
     return False
 
 
-def _occupied(b: Buffer, offset: int) -> list[tuple[int, int, int, int]]:
+def _occupied(b: Buffer, offset: int) -> list[tuple[Any, Any, int, int]]:
     """Absolute rectangles ``(t0, t1, y0, y1)`` where ``b`` holds bytes, read off its raw gaps:
-    all its bytes between gaps, a gap's window during the gap (rectangles may touch)."""
+    all its bytes between gaps, a gap's window during the gap (rectangles may touch). With
+    vector clocks ``t0, t1`` are clocks: the spans of a chain, each ending where the next starts."""
     rects, t = [], b.start
     for g in b.gaps:
-        if t < g.start:
+        if t != g.start:  # gaps lie inside the lifetime in order: t <= g.start
             rects.append((t, g.start, offset, offset + b.size))
         if g.window is not None:
             rects.append((g.start, g.end, offset + g.window[0], offset + g.window[1]))
         t = g.end
-    if t < b.end:
+    if t != b.end:
         rects.append((t, b.end, offset, offset + b.size))
     return rects
 
@@ -192,24 +194,34 @@ def _clash(a: Buffer, oa: int, c: Buffer, oc: int) -> tuple[tuple[int, int], tup
 
 
 def _concurrent_overlaps(problem: Problem, placements: dict[str, Placement], mems: dict, limit: int) -> list[Violation]:
-    """Vector clocks: pairs in one memory sharing a byte whose lifetimes are concurrent (neither
-    ends, in every stream, before the other starts), read off the raw clocks (sweep over
-    sorted offsets)."""
+    """Vector clocks: pairs in one memory sharing a byte in spans whose clocks are concurrent
+    (neither ends, in every stream, before the other starts), read off the raw clocks and gaps
+    (sweep over sorted offsets; buffers placed relative to one another are the user's layout)."""
+    roots = _relative_roots(problem)
     out: list[Violation] = []
     for name in mems:
         bufs = sorted((b for b in problem.buffers if b.size > 0 and b.id in placements and placements[b.id].memory == name),
                       key=lambda b: placements[b.id].offset)
         for i, a in enumerate(bufs):
-            top = placements[a.id].offset + a.size
+            oa = placements[a.id].offset
             for c in bufs[i + 1:]:
-                if placements[c.id].offset >= top:
+                oc = placements[c.id].offset
+                if oc >= oa + a.size:
                     break
-                before = all(x <= y for x, y in zip(a.end, c.start))  # type: ignore[call-overload]
-                after = all(x <= y for x, y in zip(c.end, a.start))  # type: ignore[call-overload]
-                if not before and not after:
-                    y0, y1 = placements[c.id].offset, min(top, placements[c.id].offset + c.size)
+                if roots[a.id] == roots[c.id]:
+                    continue
+                clash = next(((p, q) for p in _occupied(a, oa) for q in _occupied(c, oc)
+                              if p[2] < q[3] and q[2] < p[3] and not _before(p, q) and not _before(q, p)), None)
+                if clash is not None:
+                    (s0, e0, y0, y1), (s1, e1, z0, z1) = clash
                     out.append(Violation("overlap", a.id, f"overlaps {c.id!r} in {name!r}: concurrent lifetimes "
-                                                          f"{list(a.start)}->{list(a.end)} and {list(c.start)}->{list(c.end)}, bytes [{y0}, {y1})"))  # type: ignore[arg-type]
+                                                          f"{list(s0)}->{list(e0)} and {list(s1)}->{list(e1)}, "
+                                                          f"bytes [{max(y0, z0)}, {min(y1, z1)})"))
                     if len(out) >= limit:
                         return out
     return out
+
+
+def _before(p: tuple[Any, Any, int, int], q: tuple[Any, Any, int, int]) -> bool:
+    """Span ``p`` happens before span ``q``: it ends, in every stream, by the time ``q`` starts."""
+    return all(x <= y for x, y in zip(p[1], q[0]))

@@ -15,6 +15,9 @@ a unit's offset must meet its alignment in the object it joins, and units pinned
 offsets keep their bytes (objects are laid out around them). Ties in size go in reverse
 problem order, as ExecuTorch's insertion sort followed by a reversal leaves them.
 
+Vector clocks: "alive with it" is "conflicts with it" (``Problem.clock_graph``), and a unit
+reaches its whole extent in its object (``_ClockBank``).
+
 Speed: which objects hold a buffer alive with a new one, and how high they reach, comes from
 one time-index query per bank: each object owns a band of the index's byte axis (object k's
 buffers at ``k * band + offset``), so the answer is per-object maxima of a short list instead
@@ -31,6 +34,23 @@ from optplan.planners import Result, planner
 from optplan.problem import Problem, Unit
 
 
+def _choose(base: np.ndarray, size: np.ndarray, busy: np.ndarray, reach: np.ndarray, u: Unit, memory: str) -> int | None:
+    """ExecuTorch's two rules, given which objects hold a unit alive with ``u`` (``busy``) and how
+    high the highest reaches above the object's base (``reach``): the root offset of ``u``, or None."""
+    m, r = u.modulus[memory]
+    # 1) the first object large enough with nobody alive in it: offset 0
+    ok = ~busy & (size >= u.height) & ((base - u.low - r) % m == 0)
+    hit = np.flatnonzero(ok)
+    if len(hit):
+        return int(base[hit[0]] - u.low)
+    # 2) the first object with room above everything alive in it (aligned)
+    x = base + reach - u.low
+    root = x + (r - x) % m
+    ok = busy & (reach > 0) & (root + u.high <= base + size)
+    hit = np.flatnonzero(ok)
+    return int(root[hit[0]]) if len(hit) else None
+
+
 class _Bank:
     """The shared objects of one memory."""
 
@@ -44,28 +64,15 @@ class _Bank:
         """The root offset of ``u`` inside an existing object, ExecuTorch's way, or None."""
         if not self.base:
             return None
-        base = np.array(self.base, np.int64)
-        size = np.array(self.size, np.int64)
-        m, r = u.modulus[memory]
-        reach = np.zeros(len(base), np.int64)  # highest byte of an object alive with u, relative
-        busy = np.zeros(len(base), bool)
+        reach = np.zeros(len(self.base), np.int64)  # highest byte of an object alive with u, relative
+        busy = np.zeros(len(self.base), bool)
         for a, b, _, _ in u.pieces:
             y0, y1 = self.index.overlapping(a, b)
             if len(y0):
                 obj = y0 // self.band
                 busy[obj] = True
                 np.maximum.at(reach, obj, y1 - obj * self.band)
-        # 1) the first object large enough with nobody alive in it: offset 0
-        ok = ~busy & (size >= u.height) & ((base - u.low - r) % m == 0)
-        hit = np.flatnonzero(ok)
-        if len(hit):
-            return int(base[hit[0]] - u.low)
-        # 2) the first object with room above everything alive in it (aligned)
-        x = base + reach - u.low
-        root = x + (r - x) % m
-        ok = busy & (reach > 0) & (root + u.high <= base + size)
-        hit = np.flatnonzero(ok)
-        return int(root[hit[0]]) if len(hit) else None
+        return _choose(np.array(self.base, np.int64), np.array(self.size, np.int64), busy, reach, u, memory)
 
     def record(self, u: Unit, root: int) -> None:
         """Note ``u`` at ``root`` inside the object that holds its bytes."""
@@ -75,14 +82,43 @@ class _Bank:
             self.index.add(a, b, root + y0 + shift, root + y1 + shift)
 
 
-@planner("banked-greedy")
+class _ClockBank(_Bank):
+    """The shared objects of one memory under vector clocks: a unit is alive with ``u`` when they
+    conflict (``Problem.clock_graph``); the height it reaches in its object is its whole extent."""
+
+    def __init__(self, problem: Problem) -> None:
+        graph = problem.clock_graph
+        self.apart = graph.apart
+        self.number = {r: i for i, r in enumerate(graph.roots)}
+        self.holds: dict[int, tuple[int, int]] = {}  # unit -> (object, one past its highest byte)
+        self.base, self.size = [], []
+
+    def reuse(self, u: Unit, memory: str) -> int | None:
+        if not self.base:
+            return None
+        reach = np.zeros(len(self.base), np.int64)
+        busy = np.zeros(len(self.base), bool)
+        for other in self.apart[self.number[u.root]]:
+            held = self.holds.get(other)
+            if held is not None:
+                k, top = held
+                busy[k] = True
+                reach[k] = max(reach[k], top - self.base[k])
+        return _choose(np.array(self.base, np.int64), np.array(self.size, np.int64), busy, reach, u, memory)
+
+    def record(self, u: Unit, root: int) -> None:
+        k = int(np.searchsorted(np.array(self.base, np.int64), root + u.low, side="right")) - 1
+        self.holds[self.number[u.root]] = (k, root + u.high)
+
+
+@planner("banked-greedy", clocks=True)
 def banked_greedy(problem: Problem) -> Result:
     """Decreasing size; each unit reuses an object of the fastest bank that holds it for free,
     else opens a new object in the fastest bank with room; stats: objects per memory.
 
-    Runs compiled (``compiled.banked``, same plans) unless some unit is pinned to a fixed offset:
-    those problems take the pure-Python reference below."""
-    if all(u.fixed_offset is None for u in problem.units):
+    Runs compiled (``compiled.banked``, same plans) unless some unit is pinned to a fixed offset
+    or lifetimes are vector clocks: those problems take the pure-Python reference below."""
+    if not problem.concurrent and all(u.fixed_offset is None for u in problem.units):
         from optplan.heuristics import compiled
 
         off, where, failed, nobj = compiled.banked(problem)
@@ -96,14 +132,18 @@ def banked_greedy(problem: Problem) -> Result:
 
 
 def banked_greedy_reference(problem: Problem) -> Result:
-    """``banked_greedy`` in pure Python with pinned units: the readable reference."""
+    """``banked_greedy`` in pure Python with pinned units or vector clocks: the readable reference."""
     packer = Packer(problem)
     pinned = Pinned(problem, packer)
     if pinned.failed:
         return Result(None, message=f"could not place buffer {pinned.failed!r} at its fixed offset")
-    times = sorted({t for u in problem.units for p in u.pieces for t in p[:2]})
-    band = 2 * max((u.height for u in problem.units), default=0) + 1
-    banks = {m: _Bank(times, band) for m in problem.memory_names}
+    banks: dict[str, _Bank]
+    if problem.concurrent:
+        banks = {m: _ClockBank(problem) for m in problem.memory_names}
+    else:
+        times = sorted({t for u in problem.units for p in u.pieces for t in p[:2]})
+        band = 2 * max((u.height for u in problem.units), default=0) + 1
+        banks = {m: _Bank(times, band) for m in problem.memory_names}
     cursor = {m: 0 for m in problem.memory_names}
     placements = packer.placements
     units = [u for u in problem.units if u.fixed_offset is None]

@@ -63,6 +63,7 @@ def by_start(problem: Problem) -> list[Unit]:
 
 def by_conflicts(problem: Problem) -> list[Unit]:
     """Most time-overlapping bytes first (TVM USMP's greedy by conflicts); ties: larger first.
+    Vector clocks: the bytes of the conflicting units (``Problem.clock_graph``).
 
     The bytes overlapping unit i are those of units starting before i ends, minus those that
     ended by the time i starts (they also started before i ends): two sorted prefix sums.
@@ -71,6 +72,9 @@ def by_conflicts(problem: Problem) -> list[Unit]:
     h, s, e, _ = _fields(problem)
     if not units:
         return []
+    if problem.concurrent:  # vector clocks: the bytes of the units it conflicts with
+        near = np.array([sum(int(h[j]) for j in row) for row in problem.clock_graph.apart], np.int64)
+        return _sorted(units, -near, -h)
     s_order, e_order = np.argsort(s, kind="stable"), np.argsort(e, kind="stable")
     s_sorted, e_sorted = s[s_order], e[e_order]
     s_cum = np.concatenate([[0], np.cumsum(h[s_order])])

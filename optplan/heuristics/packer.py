@@ -276,33 +276,36 @@ def _free_offsets(lo: int, forb_lo: list[np.ndarray], forb_hi: list[np.ndarray])
 
 class ConflictPacker(Packer):
     """The Packer for vector clocks (``Problem.concurrent``): a unit collides with the placed
-    units it conflicts with (``Problem.conflicts``), not with those overlapping it on a time
-    axis. Concurrent problems have no gaps or relative placements, so a unit is one buffer."""
+    units it conflicts with (``Problem.clock_graph``: at the relative offsets where concurrent
+    spans share a byte), not with those overlapping it on a time axis."""
 
     def __init__(self, problem: Problem) -> None:
         self.problem = problem
         self.capacity = {m.name: m.capacity for m in problem.memories}
         self.placements: dict[str, Placement] = {}
         self.top = {m: 0 for m in problem.memory_names}
-        self.conflicts = problem.conflicts
-        self.spans: dict[str, tuple[int, int]] = {}  # placed root -> its bytes [y0, y1)
+        graph = problem.clock_graph
+        self.apart = graph.apart
+        self.number = {r: i for i, r in enumerate(graph.roots)}
+        self.at: dict[int, tuple[str, int]] = {}  # placed unit -> (memory, root offset)
 
     def _free(self, unit: Unit, memory: str) -> tuple[np.ndarray, np.ndarray, int]:
         lo = -unit.low
-        if not unit.pieces:
+        forb: list[tuple[int, int]] = []
+        for other, ranges in self.apart[self.number[unit.root]].items():
+            where = self.at.get(other)
+            if where is not None and where[0] == memory:
+                forb.extend((where[1] + a, where[1] + b) for a, b in ranges)
+        if not forb:
             return _EMPTY, _EMPTY, lo
-        placed = [self.spans[o] for o in self.conflicts[unit.root]
-                  if o in self.spans and self.placements[o].memory == memory]
-        if not placed:
-            return _EMPTY, _EMPTY, lo
-        y = np.array(placed, np.int64)
-        return _free_offsets(lo, [y[:, 0] - (unit.high - 1)], [y[:, 1] - 1])
+        y = np.array(forb, np.int64)
+        return _free_offsets(lo, [y[:, 0]], [y[:, 1]])
 
     def place(self, unit: Unit, memory: str, offset: int) -> None:
         for bid, rel in unit.members:
             self.placements[bid] = Placement(memory, offset + rel)
         if unit.pieces:
-            self.spans[unit.root] = (offset, offset + unit.high)
+            self.at[self.number[unit.root]] = (memory, offset)
             self.top[memory] = max(self.top[memory], offset + unit.top)
 
 

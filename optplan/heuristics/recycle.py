@@ -6,12 +6,18 @@ the distinct slots kept. To give the validator offsets, slots are laid end to en
 memory in the order they are created (hopping over units pinned to fixed offsets), and a unit
 recycling a slot takes its offset. Memories are tried fastest first; a new slot must fit under
 the capacity. Pinned units keep their own bytes.
+
+Vector clocks (several streams) are memonger's DAG case: a slot is free for a unit when its
+last user happens before the unit in every stream (``ClockGraph.first``/``last``: a whole unit,
+gaps and relative members included), so the users of a slot form a chain of the partial order;
+execution order is then any linear extension (the sum of a clock's components is one).
 """
 
 from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, insort
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from optplan.heuristics.orders import by_start
@@ -21,14 +27,71 @@ from optplan.planners import Result, planner
 from optplan.problem import Problem, Unit
 
 
-@dataclass
+@dataclass(eq=False)
 class _Slot:
     memory: str
     base: int  # lowest byte of the slot
     size: int
+    last: tuple[int, ...] = ()  # vector clocks: where its latest user ends
 
 
-@planner("recycle")
+def _aligned(pool: list[tuple[int, int, _Slot]], u: Unit, memory: str,
+             free: Callable[[_Slot], bool] | None = None) -> int | None:
+    """Index in ``pool`` (sorted by size) of the smallest slot that holds ``u``, lets its root land
+    aligned and is ``free`` for it (None: every slot in ``pool`` is); None if none."""
+    m, r = u.modulus[memory]
+    i = bisect_left(pool, (u.height,))
+    while i < len(pool):
+        slot = pool[i][2]
+        if (slot.base - u.low - r) % m == 0 and (free is None or free(slot)):
+            return i
+        i += 1
+    return None
+
+
+class _Timeline:
+    """Scalar lifetimes: slots in use wait in a heap by their user's end and return to per-memory
+    free lists (by size) when a later unit starts."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.busy: list[tuple[int, int, _Slot]] = []  # (end, tie, slot) of slots in use
+        self.free: dict[str, list[tuple[int, int, _Slot]]] = {m: [] for m in problem.memory_names}  # (size, tie, slot)
+
+    def take(self, u: Unit, memory: str) -> _Slot | None:
+        while self.busy and self.busy[0][0] <= u.start:  # slots whose user has ended return to the free lists
+            _, tie, freed = heapq.heappop(self.busy)
+            insort(self.free[freed.memory], (freed.size, tie, freed))
+        pool = self.free[memory]
+        i = _aligned(pool, u, memory)
+        return None if i is None else pool.pop(i)[2]
+
+    def hold(self, slot: _Slot, u: Unit, n: int, new: bool) -> None:
+        heapq.heappush(self.busy, (u.end, n, slot))
+
+
+class _Clocks:
+    """Vector clocks: every slot stays in its memory's list (by size) with the clock at which its
+    latest user ends; it is free for a unit that starts after that clock in every stream."""
+
+    def __init__(self, problem: Problem) -> None:
+        graph = problem.clock_graph
+        self.first = dict(zip(graph.roots, graph.first))
+        self.last = dict(zip(graph.roots, graph.last))
+        self.slots: dict[str, list[tuple[int, int, _Slot]]] = {m: [] for m in problem.memory_names}
+
+    def take(self, u: Unit, memory: str) -> _Slot | None:
+        start = self.first[u.root]
+        pool = self.slots[memory]
+        i = _aligned(pool, u, memory, lambda slot: all(a <= b for a, b in zip(slot.last, start)))
+        return None if i is None else pool[i][2]
+
+    def hold(self, slot: _Slot, u: Unit, n: int, new: bool) -> None:
+        slot.last = self.last[u.root]
+        if new:
+            insort(self.slots[slot.memory], (slot.size, n, slot))
+
+
+@planner("recycle", clocks=True)
 def recycle(problem: Problem) -> Result:
     """Execution order; reuse the smallest freed slot that is large enough and lets the unit keep
     its alignment, else keep a new slot; stats report the bytes kept per memory."""
@@ -38,8 +101,7 @@ def recycle(problem: Problem) -> Result:
         return Result(None, message=f"could not place buffer {pinned.failed!r} at its fixed offset")
     cursor = {m: 0 for m in problem.memory_names}
     kept = {m: 0 for m in problem.memory_names}
-    busy: list[tuple[int, int, _Slot]] = []  # (end, tie, slot) of slots in use
-    free: dict[str, list[tuple[int, int, _Slot]]] = {m: [] for m in problem.memory_names}  # (size, tie, slot)
+    slots = _Clocks(problem) if problem.concurrent else _Timeline(problem)
     placements = packer.placements
 
     def put(u: Unit, memory: str, root: int) -> None:
@@ -55,23 +117,9 @@ def recycle(problem: Problem) -> Result:
                 return Result(None, message=f"could not place buffer {u.root!r}: no memory has room for its extent")
             put(u, memory, u.lowest_offset(memory))
             continue
-        while busy and busy[0][0] <= u.start:  # slots whose user has ended return to the free lists
-            _, tie, freed = heapq.heappop(busy)
-            insort(free[freed.memory], (freed.size, tie, freed))
-        placed = False
         for memory in u.memories:
-            m, r = u.modulus[memory]
-            pool = free[memory]
-            i = bisect_left(pool, (u.height,))
-            slot: _Slot | None = None
-            while i < len(pool):  # smallest adequate slot where the unit's root lands aligned
-                slot = pool[i][2]
-                if (slot.base - u.low - r) % m == 0:
-                    del pool[i]
-                    break
-                i += 1
-            else:
-                slot = None
+            slot = slots.take(u, memory)
+            new = slot is None
             if slot is None:
                 o = pinned.above(u, memory, cursor[memory])
                 cap = packer.capacity[memory]
@@ -81,9 +129,8 @@ def recycle(problem: Problem) -> Result:
                 cursor[memory] = o + u.high
                 kept[memory] += u.height
             put(u, memory, slot.base - u.low)
-            heapq.heappush(busy, (u.end, n, slot))
-            placed = True
+            slots.hold(slot, u, n, new)
             break
-        if not placed:
+        else:
             return Result(None, message=f"could not place buffer {u.root!r}: no free slot fits and no memory has room for a new one")
     return Result(placements, stats={"kept_bytes": kept})

@@ -15,6 +15,10 @@ next memory, and ``stats["selection_packs"]`` says whether that happened, so a s
   by benefit per byte.
 * ``executorch-fastest-fit``: ExecuTorch's hierarchical greedy (Cadence backend) as a selection:
   by decreasing size, each unit goes to the fastest memory whose curve still has room for it.
+
+With vector clocks there is no curve (steps are only partly ordered): ``ClockCurve`` counts a unit
+against every chosen unit it conflicts with, and Vela's groups are the connected parts of the
+conflict graph among the competing units.
 """
 
 from __future__ import annotations
@@ -40,6 +44,11 @@ class Curve:
         self.times = np.array(sorted({t for u in problem.units for p in u.pieces for t in p[:2]}), np.int64)
         self.load = np.zeros(max(len(self.times) - 1, 0), np.int64)
 
+    def copy(self) -> Curve:
+        out = Curve.__new__(Curve)
+        out.times, out.load = self.times, self.load.copy()
+        return out
+
     def span(self, u: Unit) -> list[tuple[int, int, int]]:
         """(first slot, end slot, bytes) per piece of ``u``."""
         s = np.searchsorted
@@ -53,57 +62,122 @@ class Curve:
         """Whether adding ``u`` keeps the curve at or under ``capacity`` over its lifetime."""
         return all(int(self.load[i:j].max(initial=0)) + h <= capacity for i, j, h in self.span(u))
 
+    def over(self, u: Unit, capacity: int) -> bool:
+        """Whether the curve passes ``capacity`` somewhere in the lifetime of ``u``."""
+        return any(int(self.load[i:j].max(initial=0)) > capacity for i, j, _ in self.span(u))
+
+    def groups(self, units: list[Unit], capacity: int) -> list[list[Unit]]:
+        """``units`` linked by the steps where the curve is over ``capacity`` that they share."""
+        parent = list(range(len(units)))
+
+        def find(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        # each piece covers a run of the over-limit steps (by index): overlapping runs share a step
+        steps = np.flatnonzero(self.load > capacity)
+        runs = []
+        for k, u in enumerate(units):
+            for i, j, _ in self.span(u):
+                a, b = int(np.searchsorted(steps, i)), int(np.searchsorted(steps, j)) - 1
+                if a <= b:
+                    runs.append((a, b, k))
+        runs.sort()
+        reach, head = -1, -1
+        for a, b, k in runs:
+            if a <= reach:
+                parent[find(k)] = find(head)
+            else:
+                head = k
+            reach = max(reach, b)
+        groups: dict[int, list[Unit]] = {}
+        for k, u in enumerate(units):
+            groups.setdefault(find(k), []).append(u)
+        return list(groups.values())
+
+
+class ClockCurve(Curve):
+    """The usage "curve" of vector clocks, which order steps only partly: no step holds a load, so a
+    unit is counted against every chosen unit it conflicts with (``Problem.clock_graph``), which is
+    at least the load of any set of them live together (on one time axis, at least the curve's
+    highest point in the unit's lifetime). A unit weighs its extent."""
+
+    def __init__(self, problem: Problem) -> None:
+        graph = problem.clock_graph
+        self.apart = graph.apart
+        self.number = {r: i for i, r in enumerate(graph.roots)}
+        self.height = [u.height if u.pieces else 0 for u in problem.units]
+        self.held: set[int] = set()
+
+    def copy(self) -> ClockCurve:
+        out = ClockCurve.__new__(ClockCurve)
+        out.apart, out.number, out.height, out.held = self.apart, self.number, self.height, set(self.held)
+        return out
+
+    def _load(self, u: Unit) -> int:
+        return sum(self.height[o] for o in self.apart[self.number[u.root]] if o in self.held)
+
+    def add(self, u: Unit, sign: int = 1) -> None:
+        if sign > 0:
+            self.held.add(self.number[u.root])
+        else:
+            self.held.discard(self.number[u.root])
+
+    def room(self, u: Unit, capacity: int) -> bool:
+        return self._load(u) + self.height[self.number[u.root]] <= capacity
+
+    def over(self, u: Unit, capacity: int) -> bool:
+        i = self.number[u.root]
+        return self._load(u) + (self.height[i] if i in self.held else 0) > capacity
+
+    def groups(self, units: list[Unit], capacity: int) -> list[list[Unit]]:
+        """Connected groups of ``units`` in the conflict graph."""
+        mine = {self.number[u.root]: u for u in units}
+        seen: set[int] = set()
+        out = []
+        for start in mine:
+            if start in seen:
+                continue
+            seen.add(start)
+            group, stack = [], [start]
+            while stack:
+                i = stack.pop()
+                group.append(mine[i])
+                for o in self.apart[i]:
+                    if o in mine and o not in seen:
+                        seen.add(o)
+                        stack.append(o)
+            out.append(group)
+        return out
+
+
+def make_curve(problem: Problem) -> Curve:
+    return ClockCurve(problem) if problem.concurrent else Curve(problem)
+
 
 def _vela(problem: Problem, memory: str, candidates: list[Unit], curve: Curve) -> tuple[set[str], dict[str, int]]:
     cap = problem.memory(memory).capacity
     assert cap is not None
     fits = [u for u in candidates if u.lowest_offset(memory) + u.high <= cap]  # the rest never fits
-    full = Curve.__new__(Curve)
-    full.times, full.load = curve.times, curve.load.copy()
+    full = curve.copy()
     for u in fits:
         full.add(u)
-    over = full.load > cap
-    keep = {u.root for u in fits if not any(over[i:j].any() for i, j, _ in curve.span(u))}
+    keep = {u.root for u in fits if not full.over(u, cap)}
     rest = [u for u in fits if u.root not in keep]
     for u in fits:
         if u.root in keep:
             curve.add(u)
-    # connected groups: units over-limit at a common step
-    parent = list(range(len(rest)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    # each piece covers a run of the over-limit steps (by index): overlapping runs share a step
-    steps = np.flatnonzero(over)
-    runs = []
-    for k, u in enumerate(rest):
-        for i, j, _ in curve.span(u):
-            a, b = int(np.searchsorted(steps, i)), int(np.searchsorted(steps, j)) - 1
-            if a <= b:
-                runs.append((a, b, k))
-    runs.sort()
-    reach, head = -1, -1
-    for a, b, k in runs:
-        if a <= reach:
-            parent[find(k)] = find(head)
-        else:
-            head = k
-        reach = max(reach, b)
-    groups: dict[int, list[Unit]] = {}
-    for k, u in enumerate(rest):
-        groups.setdefault(find(k), []).append(u)
+    groups = full.groups(rest, cap)  # competing units, linked where the limit is passed
     exhaustive = 0
-    for group in groups.values():
+    for group in groups:
         chosen = _best_subset(group, curve, cap) if len(group) <= GROUP_LIMIT else _greedy_subset(group, curve, cap)
         exhaustive += len(group) <= GROUP_LIMIT
         keep |= chosen
     stats = {"evicted": len(candidates) - len(fits), "kept_always": len(fits) - len(rest),
              "groups": len(groups), "groups_exhaustive": exhaustive,
-             "largest_group": max((len(g) for g in groups.values()), default=0)}
+             "largest_group": max((len(g) for g in groups), default=0)}
     return keep, stats
 
 
@@ -171,7 +245,7 @@ def stage(problem: Problem, select: Selector) -> Result:
         if mem.capacity is None or last:
             chosen = here
         else:
-            curve = Curve(problem)
+            curve = make_curve(problem)
             for u in forced:
                 curve.add(u)
             free = [u for u in here if u not in forced]
@@ -205,14 +279,14 @@ def _pack(packer: Packer, memory: str, units: Sequence[Unit]) -> list[Unit]:
     return out
 
 
-@planner("vela-staging")
+@planner("vela-staging", clocks=True)
 def vela_staging(problem: Problem) -> Result:
     """Arm Vela's staging rule per capacitated memory (evict never-fits, keep always-fits,
     exhaustive per group of up to 20), then a real packing; stats: selection_packs."""
     return stage(problem, _vela)
 
 
-@planner("executorch-fastest-fit")
+@planner("executorch-fastest-fit", clocks=True)
 def executorch_fastest_fit(problem: Problem) -> Result:
     """ExecuTorch's hierarchical greedy: by decreasing size into the fastest memory whose usage
     curve has room, then a real packing; stats: selection_packs."""

@@ -2,11 +2,11 @@
 
 A scalar problem's conflicts are intervals, which the CP-SAT and MILP models of ``cpsat`` and
 ``milp`` exploit (time parts, NoOverlap2D, cumulative cuts). With vector clocks the conflict
-graph (``Problem.conflicts``) is arbitrary, so these models state it directly: per buffer a
-memory (when it has a choice) and an aligned offset under the capacity, per conflicting pair
-sharing a memory one order literal (the lower of the two ends below the other's offset), and
-per memory a peak at least every top edge in it. Concurrent problems have no gaps or relative
-placements (``Problem`` rejects them), so every unit is one buffer.
+graph (``Problem.clock_graph``) is arbitrary, so these models state it directly: per unit a
+memory (when it has a choice) and an aligned root offset under the capacity; per conflicting
+pair sharing a memory and per range of relative offsets at which their concurrent spans would
+share a byte (one range for two plain buffers), one literal saying on which side of the range
+the difference of their offsets lies; per memory a peak at least every unit's top in it.
 """
 
 from __future__ import annotations
@@ -25,23 +25,38 @@ if TYPE_CHECKING:
     from optplan.problem import Problem, Unit
 
 
-def _units(problem: Problem) -> tuple[list[Unit], dict[str, Placement], list[tuple[int, int]]]:
+Pair = tuple[int, int, list[tuple[int, int]]]  # units i, j; ranges of offset(i) - offset(j) that collide
+
+
+def _units(problem: Problem) -> tuple[list[Unit], dict[str, Placement], list[Pair]]:
     """Units that store bytes, the placements of the others (lowest legal offset, fastest
     memory), and the conflicting pairs among the former."""
+    graph = problem.clock_graph
     units = [u for u in problem.units if u.pieces]
-    rest = {u.root: Placement(u.memories[0], u.fixed_offset if u.fixed_offset is not None else u.lowest_offset(u.memories[0]))
-            for u in problem.units if not u.pieces}
+    rest: dict[str, Placement] = {}
+    for u in problem.units:
+        if not u.pieces:
+            root = Placement(u.memories[0], u.fixed_offset if u.fixed_offset is not None else u.lowest_offset(u.memories[0]))
+            rest.update((bid, Placement(root.memory, root.offset + rel)) for bid, rel in u.members)
     index = {u.root: i for i, u in enumerate(units)}
-    pairs = sorted({(min(i, j), max(i, j)) for u in units for i in (index[u.root],)
-                    for j in (index[o] for o in problem.conflicts[u.root] if o in index)})
+    number = [index.get(r, -1) for r in graph.roots]
+    pairs = [(number[a], number[b], ranges) for a, row in enumerate(graph.apart) for b, ranges in row.items()
+             if number[a] < number[b]]
     return units, rest, pairs
 
 
 def _reach(problem: Problem, units: list[Unit], memory: str) -> int:
     """An offset no optimal plan exceeds: everything stacked, each aligned."""
     cap = problem.memory(memory).capacity
-    stacked = sum(u.high + u.modulus.get(memory, (1, 0))[0] for u in units)
+    stacked = sum(u.height + u.modulus.get(memory, (1, 0))[0] for u in units)
     return stacked if cap is None else min(stacked, cap)
+
+
+def _placements(units: list[Unit], rest: dict[str, Placement], memory: list[str], offset: list[int]) -> dict[str, Placement]:
+    out = dict(rest)
+    for u, m, o in zip(units, memory, offset):
+        out.update((bid, Placement(m, o + rel)) for bid, rel in u.members)
+    return out
 
 
 def cpsat_clocks(problem: Problem, objective: Objective, time_limit: float | None, workers: int, seed: int,
@@ -54,7 +69,7 @@ def cpsat_clocks(problem: Problem, objective: Objective, time_limit: float | Non
     peak = {m: model.new_int_var(0, _reach(problem, units, m), f"peak_{m}") for m in problem.memory_names}
     for i, u in enumerate(units):
         hi = max(_reach(problem, units, m) - u.high for m in u.memories)
-        o = model.new_int_var(0, max(hi, 0), f"o{i}")
+        o = model.new_int_var(-u.low, max(hi, -u.low), f"o{i}")
         x = {m: model.new_bool_var(f"x{i}_{m}") for m in u.memories}
         model.add_exactly_one(x.values())
         for m, lit in x.items():
@@ -67,12 +82,13 @@ def cpsat_clocks(problem: Problem, objective: Objective, time_limit: float | Non
             model.add(o == u.fixed_offset)
         offset.append(o)
         chosen.append(x)
-    for i, j in pairs:
+    for i, j, ranges in pairs:
         for m in set(chosen[i]) & set(chosen[j]):
-            below = model.new_bool_var("")
             both = [chosen[i][m], chosen[j][m]]
-            model.add(offset[i] + units[i].high <= offset[j]).only_enforce_if([below, *both])
-            model.add(offset[j] + units[j].high <= offset[i]).only_enforce_if([below.Not(), *both])
+            for lo, hi in ranges:
+                below = model.new_bool_var("")
+                model.add(offset[i] - offset[j] <= lo - 1).only_enforce_if([below, *both])
+                model.add(offset[i] - offset[j] >= hi + 1).only_enforce_if([below.Not(), *both])
     weights = objective.weights(problem)
     if objective.optimizes:
         model.minimize(sum(weights[m] * peak[m] for m in problem.memory_names))
@@ -91,10 +107,8 @@ def cpsat_clocks(problem: Problem, objective: Objective, time_limit: float | Non
         return Result(None, proven_infeasible=True, message="CP-SAT proved no plan fits the capacities", stats=stats)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return Result(None, message="CP-SAT found no plan in time", stats=stats)
-    placements = dict(rest)
-    for i, u in enumerate(units):
-        m = next(m for m, lit in chosen[i].items() if solver.boolean_value(lit))
-        placements[u.root] = Placement(m, int(solver.value(offset[i])))
+    placements = _placements(units, rest, [next(m for m, lit in x.items() if solver.boolean_value(lit)) for x in chosen],
+                             [int(solver.value(o)) for o in offset])
     bound = None
     if objective.optimizes and len(problem.memories) == 1:
         bound = {problem.memory_names[0]: math.ceil(solver.best_objective_bound - 1e-6)}
@@ -114,7 +128,7 @@ def milp_clocks(problem: Problem, solver: str, objective: Objective, deadline: D
     peak = {m: lp.add_variable(f"peak_{k}", 0, big[m], pulp.LpInteger) for k, m in enumerate(problem.memory_names)}
     offset, chosen = [], []
     for i, u in enumerate(units):
-        o = lp.add_variable(f"o{i}", 0, max(big[m] for m in u.memories), pulp.LpInteger)
+        o = lp.add_variable(f"o{i}", -u.low, max(-u.low, max(big[m] for m in u.memories)), pulp.LpInteger)
         x = {m: lp.add_variable(f"x{i}_{k}", 0, 1, pulp.LpBinary) for k, m in enumerate(u.memories)}
         lp += pulp.lpSum(x.values()) == 1
         for k, (m, lit) in enumerate(x.items()):
@@ -130,12 +144,14 @@ def milp_clocks(problem: Problem, solver: str, objective: Objective, deadline: D
             lp += o == u.fixed_offset
         offset.append(o)
         chosen.append(x)
-    for n, (i, j) in enumerate(pairs):
+    span = 2 * max(big.values(), default=0) + 2  # more than any difference of offsets minus a range end
+    for n, (i, j, ranges) in enumerate(pairs):
         for m in set(chosen[i]) & set(chosen[j]):
-            z = lp.add_variable(f"z{n}_{problem.memory_names.index(m)}", 0, 1, pulp.LpBinary)
-            slack = 2 * big[m] * (2 - chosen[i][m] - chosen[j][m])
-            lp += offset[i] + units[i].high <= offset[j] + 2 * big[m] * (1 - z) + slack
-            lp += offset[j] + units[j].high <= offset[i] + 2 * big[m] * z + slack
+            slack = span * (2 - chosen[i][m] - chosen[j][m])
+            for r, (lo, hi) in enumerate(ranges):
+                z = lp.add_variable(f"z{n}_{problem.memory_names.index(m)}_{r}", 0, 1, pulp.LpBinary)
+                lp += offset[i] - offset[j] <= lo - 1 + span * (1 - z) + slack
+                lp += offset[i] - offset[j] >= hi + 1 - span * z - slack
     weights = objective.weights(problem)
     lp.setObjective(pulp.lpSum(weights[m] * peak[m] for m in problem.memory_names) if objective.optimizes
                     else pulp.LpAffineExpression())
@@ -152,10 +168,9 @@ def milp_clocks(problem: Problem, solver: str, objective: Objective, deadline: D
     if out.values is None:
         return Result(None, proven_infeasible=out.infeasible, stats=stats,
                       message="the MIP proved no plan fits" if out.infeasible else "the MIP found no plan in time")
-    placements = dict(rest)
-    for i, u in enumerate(units):
-        m = max(chosen[i], key=lambda m: out.values.get(chosen[i][m].name, 0.0))  # type: ignore[union-attr]
-        placements[u.root] = Placement(m, int(round(out.values[offset[i].name])))  # type: ignore[index]
+    values = out.values
+    placements = _placements(units, rest, [max(x, key=lambda m: values.get(x[m].name, 0.0)) for x in chosen],
+                             [int(round(values[o.name])) for o in offset])
     bound = None
     if out.bound is not None and len(problem.memories) == 1:
         bound = {problem.memory_names[0]: math.ceil(out.bound - 1e-6)}

@@ -46,6 +46,9 @@ def study_command(args: argparse.Namespace, out: Console, err: Console) -> int:
         from optplan.study.summary import planner_table
 
         out.print("\n".join(planner_table(rows)), markup=False)
+    skipped = [r for r in rows if str(r.get("message") or "").startswith("not run")]
+    for r in skipped[:5]:
+        err.print(f"{r['instance']} {r['planner']}: {r['message']}", markup=False)
     errors = [r for r in rows if r["status"] == "ERROR"]
     for r in errors[:5]:
         err.print(f"ERROR {r['instance']} {r['planner']}: {r.get('message')}", markup=False)
@@ -61,10 +64,18 @@ def _instance_table(label: str, problem, rows: list[Row]) -> Table:  # type: ign
               title_justify="left", box=box.SIMPLE_HEAD)
     for col in ("planner", "status", "peak", "gap to bound", "gap to best", "seconds"):
         t.add_column(col, justify="left" if col in ("planner", "status") else "right", no_wrap=True)
+    notes = []
     for r in rows:
         peak = str(r["peaks"]).replace(":", " ") if len(problem.memories) > 1 and r["peaks"] else _num(r["peak"])
-        t.add_row(str(r["planner"]), str(r["status"]), peak, _pct(r["gap_to_bound"]), _pct(r["gap_to_best"]),
+        status = str(r["status"])
+        if str(r.get("message") or "").startswith("not run"):
+            status = "not run"
+            notes.append(f"{r['planner']}: {r['message']}")
+        t.add_row(str(r["planner"]), status, peak, _pct(r["gap_to_bound"]), _pct(r["gap_to_best"]),
                   f"{float(str(r['seconds'])):.3f}")
+    if notes:
+        t.caption = "; ".join(notes)
+        t.caption_justify = "left"
     return t
 
 

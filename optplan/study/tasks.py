@@ -38,10 +38,16 @@ def plan_row(problem: Problem, task: Task, plan: Plan) -> dict[str, object]:
             "seconds": round(plan.seconds, 3), "message": plan.message.replace("\n", " ")}
 
 
+NO_CLOCKS = "not run: does not handle vector clocks"
+
+
 def solve_task(problem: Problem, task: Task, deadline: Deadline | None = None) -> Plan:
-    """``deadline``: instead of the task's own time limit (compare shares one among its planners)."""
+    """``deadline``: instead of the task's own time limit (compare shares one among its planners).
+    A planner that cannot take the problem (vector clocks) is not run: a plan without placements says so."""
     from optplan import planners
 
+    if problem.concurrent and not planners.get(task.planner).clocks:  # type: ignore[attr-defined]
+        return planners.finish(problem, planners.Result(None, message=NO_CLOCKS), task.planner, 0.0)
     limit = {"time_limit": task.time_limit} if deadline is None else {"deadline": deadline}
     return planners.solve(problem, task.planner, workers=task.workers, seed=task.seed, **limit)
 
