@@ -105,7 +105,8 @@ def auto(problem: Problem, deadline: Deadline, workers: int | None = None, seed:
     settings = Settings(workers, seed)
     # every constructive heuristic always runs; the improving ones only when the peak matters
     # (at a capacity in feasibility mode the exact search answers sooner)
-    heur, errors = run_heuristics(problem, _heuristics_part(work), seed, workers, improve=objective.optimizes)
+    heur, errors = run_heuristics(problem, _heuristics_part(work), seed, workers, improve=objective.optimizes,
+                                  objective=objective)
     best = min(heur, key=_value) if heur else None
     stats: dict[str, object] = {"heuristics": {p.planner: p.objective_value for p in heur}}
     if errors:
@@ -126,10 +127,11 @@ def auto(problem: Problem, deadline: Deadline, workers: int | None = None, seed:
         # feasibility mode the search answers the capacity question directly, sooner: B 10.2 s -> ~1 s)
         relaxed = Problem(problem.buffers, tuple(replace(m, capacity=None) for m in problem.memories),
                           problem.relative, dict(problem.metadata))
-        rheur, _ = run_heuristics(relaxed, _heuristics_part(work), seed, workers, improve=objective.optimizes)
+        peaks_first = Objective(Goal.MIN_PEAK)  # what the descent minimises
+        rheur, _ = run_heuristics(relaxed, _heuristics_part(work), seed, workers, improve=True, objective=peaks_first)
         rbest = min(rheur, key=_value) if rheur else None
         stats["elastic_start"] = None if rbest is None else f"{rbest.planner}: {rbest.objective_value}"
-        red = reduce(relaxed, Objective(Goal.MIN_PEAK))
+        red = reduce(relaxed, peaks_first)
         merged = _solve_parts(red, rbest, work, t0, settings, red.objective, seed, progress, goal=problem)
         merged.stats.update(stats, **_capped(settings))
         peak = peaks(problem, merged.placements or {})

@@ -15,6 +15,7 @@ from optplan.cli import main
 from optplan.errors import OptplanError
 from optplan.formats.minimalloc_csv import problem_from_csv
 from optplan.formats.native_json import problem_from_json, problem_to_json
+from optplan.heuristics.run import improving
 from optplan.memspec import parse_memory, parse_size
 from optplan.objective import Goal, Objective
 from optplan.plan import Status
@@ -175,3 +176,14 @@ def test_cli_bad_memory_spec_is_one_line(csv_problem, capsys) -> None:
     assert main(["solve", str(csv_problem), "--memory", "sram:4Kx"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "--memory 'sram:4Kx'" in err
+
+
+@pytest.mark.parametrize("goal", ["min-peak", "weighted"])
+def test_auto_warm_start_is_judged_by_the_requested_objective(goal: str) -> None:
+    """The issue's example defaults to fast-first; asked for another objective, auto's heuristic
+    plans (its warm start) carry their value under the requested one, not the default's."""
+    p = issue_example()
+    plan = planners.solve(p, "auto", objective=goal, time_limit=10, workers=1)
+    assert plan.objective.goal is Goal(goal)
+    values = {n: v for n, v in plan.stats["heuristics"].items() if not improving(n)}  # hill-climb's depends on time
+    assert values and all(v == planners.solve(p, name, objective=goal).objective_value for name, v in values.items())

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from optplan import planners
 from optplan.deadline import Deadline
+from optplan.objective import Objective
 from optplan.plan import Plan
 from optplan.planners import heuristic_names
 from optplan.problem import Problem
@@ -25,12 +26,15 @@ def improving(name: str) -> bool:
 
 
 def run_heuristics(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1,
-                   improve: bool = True) -> tuple[list[Plan], dict[str, str]]:
+                   improve: bool = True, objective: Objective | None = None) -> tuple[list[Plan], dict[str, str]]:
     """Every constructive heuristic, always (compiled, they cost about a second on 60k buffers),
     on ``workers`` threads (the compiled kernels release the GIL); then, if ``improve``, the
     improving ones (hill-climb) one after the other, each on a part of ``deadline`` set by what
     the constructive ones cost: as much again, but no more than half of what is left, and at
     least what it takes when run on its own without a limit (``IMPROVING_DEFAULT``) if that fits.
+
+    Every plan is judged by ``objective`` (default: the problem's), the one the caller optimises:
+    its ``objective_value`` is what picks the warm start.
 
     Plans come back in registry order whatever finished first. A heuristic that raises is
     reported in the second value instead of sinking the portfolio. A deterministic deadline:
@@ -47,7 +51,7 @@ def run_heuristics(problem: Problem, deadline: Deadline, seed: int = 0, workers:
 
     def one(name: str, **budget: object) -> None:
         try:
-            results[name] = planners.solve(problem, name, seed=seed, **budget)
+            results[name] = planners.solve(problem, name, seed=seed, objective=objective, **budget)
         except Exception as e:  # noqa: BLE001 - reported in the plan's stats
             errors[name] = f"{type(e).__name__}: {e}"
 

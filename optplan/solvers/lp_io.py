@@ -62,7 +62,7 @@ def export_model(problem: Problem, path: str | Path, objective: Objective | str 
     if not red.parts:
         raise OptplanError("nothing to optimize: no buffer of the problem has bytes")
     part = red.parts[0]
-    incumbent = best_heuristic(problem, Deadline(1.0))
+    incumbent = best_heuristic(problem, Deadline(1.0), objective=objective)
     start = settle(part, incumbent) if incumbent is not None else None
     model = build_model(part, objective, start)
     if model.stages:

@@ -632,9 +632,11 @@ def _cbc_outcome(model: Model, log: str) -> Outcome:
     return out
 
 
-def best_heuristic(problem: Problem, deadline: Deadline, seed: int = 0) -> dict[str, Placement] | None:
-    """The best plan of the constructive heuristics (compiled: about a second on 60k buffers), or None."""
-    plans, _errors = run_heuristics(problem, deadline, seed, improve=False)  # a failing heuristic is simply not a candidate
+def best_heuristic(problem: Problem, deadline: Deadline, seed: int = 0,
+                   objective: Objective | None = None) -> dict[str, Placement] | None:
+    """The best plan of the constructive heuristics under ``objective`` (compiled: about a second
+    on 60k buffers), or None."""
+    plans, _errors = run_heuristics(problem, deadline, seed, improve=False, objective=objective)  # a failing heuristic is simply not a candidate
     found = [p for p in plans if p.found]
     # ties (e.g. a weight-0 memory scores every plan 0) go to the lowest peaks: a plan stacked
     # higher than the model's horizons (naive's) cannot be its warm start
@@ -770,7 +772,7 @@ def milp(problem: Problem, solver: str, deadline: Deadline, workers: int, seed: 
     if not problem.concurrent:  # the vector-clock model counts its own pairs
         check_size(problem, f"milp-{solver}")
     heuristics = deadline.part(min(1.0, 0.05 * deadline.left()))
-    incumbent = best_heuristic(problem, heuristics, seed) if warm_start else None
+    incumbent = best_heuristic(problem, heuristics, seed, objective) if warm_start else None
     if not objective.optimizes and incumbent is not None:
         return Result(incumbent, message="the heuristic plan fits the capacities; no MIP needed")
     if problem.concurrent:
