@@ -53,14 +53,19 @@ PlannerFn = Callable[..., Result]
 # options of every planner that takes a ``deadline``: the registry turns them into one Deadline
 TIME_OPTIONS = frozenset({"time_limit", "deterministic", "deadline"})
 _REGISTRY: dict[str, Callable[..., Plan]] = {}
+ROUTE = "auto"  # where a problem goes that its planner declines (``planner(declines=...)``)
 _loaded = False
 
 
-def planner(name: str, clocks: bool = False,
-            prepare: Callable[[], object] | None = None) -> Callable[[PlannerFn], Callable[..., Plan]]:
+def planner(name: str, clocks: bool = False, prepare: Callable[[], object] | None = None,
+            declines: Callable[[Problem], str | None] | None = None) -> Callable[[PlannerFn], Callable[..., Plan]]:
     """Register ``fn`` under ``name``; the returned function yields validated Plans.
     ``clocks``: it handles concurrent lifetimes (vector clocks); others refuse such problems.
-    ``prepare`` runs once before the planner's deadline starts (compiling kernels: see ``prepare``)."""
+    ``prepare`` runs once before the planner's deadline starts (compiling kernels: see ``prepare``).
+    ``declines(problem)``: why the planner cannot take a problem (e.g. the search: memory choice),
+    or None; such a problem goes to ``ROUTE`` (``stats["routed_to"]``, and the reason in the
+    message), so no planner answers UNKNOWN where the portfolio finds a plan, and no planner
+    below the portfolio imports it."""
 
     def register(fn: PlannerFn) -> Callable[..., Plan]:
         accepted = set(inspect.signature(fn).parameters) - {"problem"}
@@ -86,6 +91,8 @@ def planner(name: str, clocks: bool = False,
             bounds = lower_bounds(problem)
             if bounds.infeasible is not None:
                 result = Result(None, proven_infeasible=True, message=bounds.infeasible)
+            elif declines is not None and (why := declines(problem)):
+                result = _route(problem, options, name, why)
             else:
                 result = fn(problem, **options)
             reason = options["deadline"].cancelled if timed else None  # type: ignore[attr-defined]
@@ -107,6 +114,17 @@ def planner(name: str, clocks: bool = False,
         return run
 
     return register
+
+
+def _route(problem: Problem, options: dict[str, object], name: str, why: str) -> Result:
+    """The ``ROUTE`` planner's raw answer to a problem that planner ``name`` declines (the
+    options it takes, the same deadline), marked as routed."""
+    target = get(ROUTE)
+    result: Result = target.__wrapped__(problem, **{k: v for k, v in options.items()  # type: ignore[attr-defined]
+                                                    if k in target.options})  # type: ignore[attr-defined]
+    result.stats["routed_to"] = ROUTE
+    result.message = "; ".join(filter(None, [f"{name}: {why}; solved by the {ROUTE!r} portfolio", result.message]))
+    return result
 
 
 def prepare_planner(name: str) -> None:

@@ -162,3 +162,18 @@ def test_auto_never_worse_than_any_of_its_heuristics(monkeypatch, problem: Probl
     plan = solve(problem, "auto", time_limit=limit, workers=2)
     if found:
         assert plan.found and plan.objective_value <= min(found), (plan.objective_value, min(found), plan.message)
+
+
+def test_nothing_below_the_portfolio_imports_it() -> None:
+    """heuristics/, search/ and solvers/ sit below auto: a planner that cannot take a problem
+    declines it (``planner(declines=...)``) and the registry routes it to auto."""
+    import ast
+    from pathlib import Path
+
+    root = Path(portfolio.__file__).parent
+    for path in [p for d in ("heuristics", "search", "solvers") for p in sorted((root / d).glob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names_ = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
+                names_ = [f"{node.module}.{a.name}" for a in node.names] + [node.module or ""]
+            assert not any(n == "optplan.portfolio" or n.startswith("optplan.portfolio.") for n in names_), path

@@ -2,7 +2,7 @@
 
 It answers single-memory problems and multi-memory ones in which every unit has exactly one
 possible memory (each memory is then its own problem); the ``auto`` portfolio hands it such
-sub-problems. Minimization proves the optimal peak by searching upward from the lower bound.
+sub-problems, and the registry routes the others (``instance.unsupported``) to ``auto``. Minimization proves the optimal peak by searching upward from the lower bound.
 Units with several footprint pieces are searched too; when a piece starts above its unit's lowest
 byte the search is not complete and claims no proof (see ``engine.INEXACT_NOTE``).
 """
@@ -39,7 +39,8 @@ def time_parts(units: list[Unit]) -> list[list[Unit]]:
     return parts
 
 
-@planner("search", prepare=engine.ensure_compiled)
+# memory choice is no branching decision of the search: the registry routes such problems to auto
+@planner("search", prepare=engine.ensure_compiled, declines=unsupported)
 def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1,
            objective: Objective | str | None = None, progress: Callable[[dict], None] | None = None,
            goal: dict[str, int] | None = None) -> Result:
@@ -49,15 +50,6 @@ def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1
     good enough, when the problem is a part of a larger one whose memory cannot go below them:
     minimization stops at a plan under them instead of proving this part's own lower optimum."""
     objective = Objective.parse(objective, problem)
-    why = unsupported(problem)
-    if why:  # memory choice is no branching decision of the search: the portfolio splits it
-        from optplan.portfolio import auto
-
-        res = auto.__wrapped__(problem, deadline=deadline, workers=workers, seed=seed, objective=objective,  # type: ignore[attr-defined]
-                               progress=progress)
-        res.stats["routed_to"] = "auto"
-        res.message = "; ".join(filter(None, [f"search: {why}; solved by the auto portfolio", res.message]))
-        return res
     compile_seconds = engine.ensure_compiled()
     lower = lower_bounds(problem).lower
     by_memory = {m: [u for u in problem.units if u.memories[0] == m] for m in problem.memory_names}
