@@ -165,7 +165,9 @@ def main(argv: list[str]) -> None:
     rows_path = HERE / "summary.json"
     rows = {r["name"]: r for r in json.loads(rows_path.read_text())} if rows_path.exists() else {}
     for name in args.names:
-        rows[name] = export_one(name, args.onnx, args.solve, args.executorch)
+        # the columns of flags not given this time stay as measured before (same program, same sizes)
+        row = export_one(name, args.onnx, args.solve, args.executorch)
+        rows[name] = row | {k: v for k, v in rows.get(name, {}).items() if k in ("onnx", "optplan", "executorch") and k not in row}
     ordered = [rows[n] for n in MODELS if n in rows]
     rows_path.write_text(json.dumps(ordered, indent=1) + "\n")
     write_readme(ordered)

@@ -43,6 +43,9 @@ def test_recorded_numbers_match_the_committed_problem(row):
     assert lower_bounds(p).lower["mem"] == row["lower_bound"]
     # torch's own execution saw the same live bytes at every step
     assert row["torch_peak"] == row["peak_live_load"] and row["steps_differing"] == 0
+    # the front end's benefit: size x (one write + one read per consumer); outputs may have no reader
+    assert all(b.benefit is not None and b.benefit % max(b.size, 1) == 0 and b.benefit >= b.size for b in p.buffers)
+    assert any(b.benefit > 2 * b.size for b in p.buffers)  # some tensor is read twice
 
 
 def test_readme_table_lists_every_network_with_its_numbers():
