@@ -21,7 +21,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ortools.sat.python import cp_model
 
@@ -41,6 +41,7 @@ from optplan.solvers.reduce import (
 )
 
 _INT_LIMIT = 1 << 62  # CP-SAT objectives and domains must stay inside int64
+_PACK_LIMIT = _INT_LIMIT  # above it, (lost benefit, weighted peaks) are minimized in two stages, not packed in one
 # Beyond this many units in one part, CP-SAT 9.15 spends minutes in presolve / propagation of the
 # NoOverlap2D without checking its time limit (measured: idealloc/S_1, 28,526 units, 191 s for a
 # 60 s limit). Such parts get no full model; ``auto`` works on them by neighbourhood search.
@@ -211,6 +212,9 @@ class PartModel:
         self.weights: dict[str, int] = {}
         self.weight_factor: int | None = None  # model objective * factor * scale = weighted bytes
         self.shift, self.lost_unit, self.lost_const = 1, 1, 0  # see _lost and split
+        # (first, second) when first * shift + second would overflow: minimized one after the other
+        self.stages: tuple[cp_model.LinearExprT, cp_model.LinearExprT] | None = None
+        self.first: int | None = None  # the first stage's proven optimum, once fixed
         if objective.optimizes:
             self._objective()
 
@@ -270,10 +274,37 @@ class PartModel:
             return
         w_top = sum(self.weights[m] * self.horizon[m] for m in self.memories) + 1
         self.shift = max(top + 1 if not self.objective.benefit_first else w_top, 2)  # 1 means "no benefit term"
-        if (w_top if not self.objective.benefit_first else top + 1) * self.shift >= _INT_LIMIT:
-            raise OverflowError("the peaks and the benefit together do not fit CP-SAT's 64-bit integers")
         first, second = (lost, weighted) if self.objective.benefit_first else (weighted, lost)
+        if (w_top if not self.objective.benefit_first else top + 1) * self.shift >= _PACK_LIMIT:
+            # too large to pack into one objective: the first quantity, then the second with the
+            # first fixed at its optimum (``run``); values and bounds still read first * shift + second
+            self.stages = (first, second)
+            self.model.minimize(first)
+            return
         self.model.minimize(cp_model.LinearExpr.weighted_sum([first, second], [self.shift, 1]))
+
+    def fix_first(self, value: int, hint: dict[int, Choice]) -> None:
+        """Staged objective: the first quantity proven optimal at ``value``; minimize the second
+        among plans that reach it (warm-started from ``hint``)."""
+        assert self.stages is not None
+        first, second = self.stages
+        self.model.add(first == value)
+        self.model.minimize(second)
+        self.model.clear_hints()
+        self.hint(hint)
+        self.first = value
+
+    def packed(self, source: cp_model.CpSolver | cp_model.CpSolverSolutionCallback | None,
+               bound: float | None) -> tuple[int | None, int | None]:
+        """(value of the solution in ``source``, bound) in model units, first * shift + second
+        when the objective is staged (the second's bound is 0 until the first is fixed)."""
+        b = None if bound is None else _int_bound(bound)
+        if self.stages is None:
+            return (None if source is None else round(source.objective_value)), b
+        value = None if source is None else int(source.value(self.stages[0])) * self.shift + int(source.value(self.stages[1]))
+        if b is not None:
+            b = b * self.shift if self.first is None else self.first * self.shift + b
+        return value, b
 
     def _lost(self) -> tuple[cp_model.LinearExprT, int]:
         """The benefit the active units with a choice lose to slower memories (in units of
@@ -353,15 +384,14 @@ class _Watch(cp_model.CpSolverSolutionCallback):
             self.last = time.perf_counter()
             self.best = self.pm.read(self)
             if self.report:
-                value = int(self.objective_value) if self.pm.objective.optimizes else None
-                bound = int(self.best_objective_bound) if self.pm.objective.optimizes else None
+                value, bound = self.pm.packed(self, self.best_objective_bound) if self.pm.objective.optimizes else (None, None)
                 self.report(self.best, value, bound)
 
     def on_bound(self, bound: float) -> None:
         with self.lock:
             self.last = time.perf_counter()
             if self.report:
-                self.report(None, None, _int_bound(bound))
+                self.report(None, None, self.pm.packed(None, bound)[1])
 
 
 def _int_bound(x: float) -> int:
@@ -371,7 +401,25 @@ def _int_bound(x: float) -> int:
 
 def run(pm: PartModel, settings: Settings, deadline: Deadline, report=None, stall: float | None = None) -> Outcome:
     """Solve ``pm`` until ``deadline`` (stopping early after ``stall`` seconds without progress in
-    either the plan or the bound); its deterministic time is charged to a deterministic deadline."""
+    either the plan or the bound); its deterministic time is charged to a deterministic deadline.
+    A staged objective (``PartModel.stages``) is solved twice: once its first quantity is proven,
+    the second with the first fixed, in what is left of the deadline."""
+    out = _run_once(pm, settings, deadline, report, stall)
+    if pm.stages is None or not out.optimal or out.choices is None or deadline.expired():
+        return out
+    assert out.value is not None
+    first = out.value // pm.shift
+    pm.fix_first(first, dict(enumerate(out.choices)))
+    second = _run_once(pm, settings, deadline, report, stall)
+    second.seconds += out.seconds
+    second.dtime += out.dtime
+    if second.choices is None:  # nothing better in time: the first stage's plan, its proof on the first quantity
+        return replace(second, choices=out.choices, value=out.value, infeasible=False,
+                       bound=first * pm.shift, optimal=False)
+    return second
+
+
+def _run_once(pm: PartModel, settings: Settings, deadline: Deadline, report, stall: float | None) -> Outcome:
     t0 = time.perf_counter()
     solver = cp_model.CpSolver()
     settings.apply(solver, deadline)
@@ -400,13 +448,12 @@ def run(pm: PartModel, settings: Settings, deadline: Deadline, report=None, stal
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         out.choices = [c for _, c in sorted(pm.read(solver).items())]
         if pm.objective.optimizes:
-            out.value = round(solver.objective_value)
-            out.bound = _int_bound(solver.best_objective_bound)
+            out.value, out.bound = pm.packed(solver, solver.best_objective_bound)
         out.optimal = status == cp_model.OPTIMAL
     elif status == cp_model.INFEASIBLE:
         out.infeasible = True
     elif pm.objective.optimizes:
-        out.bound = _int_bound(solver.best_objective_bound)
+        out.bound = pm.packed(None, solver.best_objective_bound)[1]
     return out
 
 
