@@ -16,7 +16,7 @@ import os
 import random
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from optplan import planners
 from optplan.deadline import Deadline
 from optplan.heuristics.run import run_heuristics
 from optplan.objective import Goal, Objective
-from optplan.plan import Plan, Status, peaks
+from optplan.plan import Placement, Plan, Status, peaks
 from optplan.planners import Result, planner
 from optplan.problem import Problem, objective_weights
 from optplan.solvers.cpsat import (
@@ -40,7 +40,7 @@ from optplan.solvers.cpsat import (
     stop_reason,
 )
 from optplan.solvers.reduce import Choice, Part, Reduction, merge, reduce, settle
-from optplan.solvers.selection import pack_selection, selection_bound
+from optplan.solvers.selection import Staging, pack_selection
 
 # of a single-memory part's time, for the exact search engine when it is registered (CP-SAT and LNS
 # get the rest): on minimalloc/D in 20 s, 0.8 gave 1.0498 x the bound and 0.4 gave 1.0644; equal in 60 s
@@ -52,6 +52,8 @@ SEARCH_MEMBERS = ("search",)  # exact engines for single-memory parts, used if r
 SEARCH_MAX_UNITS = 5000
 HEURISTIC_SHARE = 0.05  # deterministic mode: the share charged to the heuristics (about what branch deadline gave hill-climb)
 SEARCH_SECONDS_PER_UNIT = 1e-3
+# of a part's time where units choose memories: the staging relaxation and its selections packed exactly
+STAGING_SHARE = 0.5
 
 
 def _auto_clocks(problem: Problem, best: Plan | None, objective: Objective, deadline: Deadline,
@@ -219,20 +221,25 @@ def _solve_parts(red: Reduction, best: Plan | None, deadline: Deadline, t0: floa
 def solve_part(part: Part, deadline: Deadline, settings: Settings, objective: Objective,
                incumbent: list[Choice] | None, seed: int, report: Callable[[Result], None],
                goal: dict[str, int] | None = None) -> Result:
-    """The portfolio on one part: search engine, CP-SAT until it stalls, then LNS.
+    """The portfolio on one part: the staging relaxation where units choose memories (its
+    selections packed exactly, which may already prove the optimum), then the search engine,
+    CP-SAT until it stalls, then LNS.
 
     ``goal`` (per-memory peaks in grid units): good enough, stop there (elastic capacities).
     The bound a search member proved before its share ran out (capacities it refuted) is kept:
     a plan found later at that bound is then proven optimal."""
     proven: dict[str, int] = {}
-    staged: dict[str, int] = {}
+    staged = Staged()
     if len(part.memories) > 1 and objective.counts_benefit and goal is None:
         # the staging relaxation's time counts against the part's (the deadline runs on)
-        incumbent = _staging(part, objective, incumbent, deadline.seconds_left(), settings, seed, staged)
+        incumbent = _staging(part, objective, incumbent, deadline.share(STAGING_SHARE), settings, seed, staged)
+        if staged.proven and incumbent is not None:
+            return replace(part_result(part, None, incumbent, True, False, None, "", {"staging": staged.stats}),
+                           lost_bound=staged.lost, objective_bound=staged.weighted)
     res = _solve_part(part, deadline, settings, objective, incumbent, seed, report, goal, proven)
-    if "lost" in staged and res.placements is not None:
-        res = replace(res, lost_bound=max(res.lost_bound or 0, staged["lost"]),
-                      objective_bound=max(res.objective_bound or 0, staged.get("weighted", 0)) or None)
+    if staged.stats and res.placements is not None:
+        lost, weighted = staged.join(res.lost_bound, res.objective_bound)
+        res = replace(res, stats={**res.stats, "staging": staged.stats}, lost_bound=lost, objective_bound=weighted)
     if res.placements is None or not proven:
         return res
     bound = dict(res.bound or {})
@@ -244,20 +251,113 @@ def solve_part(part: Part, deadline: Deadline, settings: Settings, objective: Ob
     return replace(res, bound=bound, proven_optimal=optimal)
 
 
-def _staging(part: Part, objective: Objective, incumbent: list[Choice] | None, seconds: float | None,
-             settings: Settings, seed: int, staged: dict[str, int]) -> list[Choice] | None:
-    """The staging relaxation (``optplan.solvers.selection``): its proven bound on the lost
-    benefit goes to ``staged["lost"]``; its best selection, packed, replaces ``incumbent`` if better."""
-    share = 5.0 if seconds is None else min(20.0, 0.3 * seconds)
-    bound, chosen, weighted = selection_bound(objective, part, share, settings.workers, seed)
-    if bound is not None:
-        staged["lost"] = bound
-    if weighted is not None:
-        staged["weighted"] = weighted
-    mine = pack_selection(part, chosen) if chosen is not None else None
-    if mine is not None and (incumbent is None or _better(objective, part, mine, incumbent)):
-        return mine
+@dataclass
+class Staged:
+    """What the staging relaxation proved for a part: ``lost`` bounds its ``L``; ``weighted``
+    bounds ``W`` among plans with ``L`` at ``lost`` (fast-first); ``proven``: a plan reached both."""
+
+    lost: int | None = None
+    weighted: int | None = None
+    proven: bool = False
+    stats: dict[str, object] = field(default_factory=dict)
+
+    def join(self, lost: int | None, weighted: int | None) -> tuple[int | None, int | None]:
+        """The stronger of two (``L`` bound, ``W`` bound given ``L`` at it) pairs: the larger
+        ``L``; at equal ``L`` the larger ``W`` (a ``W`` bound given a smaller ``L`` says nothing
+        about plans that lose more)."""
+        mine, theirs = (self.lost or 0, self.weighted or 0), (lost or 0, weighted or 0)
+        best = max(mine, theirs) if mine[0] != theirs[0] else (mine[0], max(mine[1], theirs[1]))
+        return best[0] or None, best[1] or None
+
+
+def _staging(part: Part, objective: Objective, incumbent: list[Choice] | None, deadline: Deadline,
+             settings: Settings, seed: int, staged: Staged) -> list[Choice] | None:
+    """The staging relaxation (``optplan.solvers.selection``) and its selections packed: returns
+    the better of ``incumbent`` and the packed selections; fills ``staged``.
+
+    Relax and verify (fast-first): the relaxation's best selection, with the least peaks among
+    those that lose no more, is packed exactly, memory by memory, by the search engine. If it
+    packs at its live loads, the plan meets both bounds: optimal. A memory's units that provably
+    do not pack there are cut off for good (``Staging.forbid``: the bounds rise); ones not packed
+    in time are excluded to try another selection (the bounds proven so far stay)."""
+    model = Staging(objective, part)
+    lost, chosen, optimal = model.least_lost(deadline.share(0.5), settings)
+    staged.lost = lost
+    staged.stats = {"relaxation": "optimal" if optimal else "feasible" if chosen else "nothing in time"}
+    if chosen is None:
+        return incumbent
+    incumbent = _keep_better(objective, part, incumbent, pack_selection(part, chosen))
+    tries = cuts = 0
+    misses: list[str] = []
+    while "search" in planners.names() and objective.benefit_first and optimal and not deadline.expired():
+        tries += 1
+        weighted, chosen = model.least_peaks(model.lost_of(chosen), deadline.share(0.3), settings)
+        if chosen is None:
+            break
+        if model.exact and tries == 1 + cuts:  # no selection excluded without proof yet
+            staged.weighted = weighted
+        packed, failed = _pack_exactly(part, objective, chosen, deadline.share(0.5), settings, seed)
+        incumbent = _keep_better(objective, part, incumbent, packed)
+        if packed is not None:
+            staged.proven = _meets(objective, part, packed, staged)
+            break
+        if failed is None:
+            break
+        misses.append(f"{failed[0]}: {len(failed[1])} units {'proven not to pack' if failed[2] else 'not packed in time'}")
+        model.forbid(*failed)
+        if failed[2] and model.exact:  # a proven cut: the bound on L may rise
+            cuts += 1
+            lost, chosen, optimal = model.least_lost(deadline.share(0.3), settings)
+            if chosen is None:
+                break
+            staged.lost, staged.weighted = max(staged.lost or 0, lost or 0), None
+    staged.stats.update(tries=tries, proven_cuts=cuts, misses=misses, proven=staged.proven)
     return incumbent
+
+
+def _keep_better(objective: Objective, part: Part, incumbent: list[Choice] | None,
+                 mine: list[Choice] | None) -> list[Choice] | None:
+    return mine if mine is not None and (incumbent is None or _better(objective, part, mine, incumbent)) else incumbent
+
+
+def _meets(objective: Objective, part: Part, choices: list[Choice], staged: Staged) -> bool:
+    """The part's plan reaches the staged bounds on ``L`` and ``W``."""
+    if staged.lost is None or staged.weighted is None:
+        return False
+    placements = part.placements(choices)
+    weights = objective.weights(part.problem)
+    peak = peaks(part.sub_problem, placements)
+    return (objective.lost(part.problem, placements) <= staged.lost
+            and sum(weights[m] * peak[m] for m in part.memories) <= staged.weighted)
+
+
+def _pack_exactly(part: Part, objective: Objective, chosen: list[str], deadline: Deadline, settings: Settings,
+                  seed: int) -> tuple[list[Choice] | None, tuple[str, list[int], bool] | None]:
+    """Each memory's selected units packed by the search engine, alone in that memory (a weight-0
+    memory only within its capacity, the others at their least peak): the part's plan, or None
+    and (memory, unit indices, whether the search proved they do not pack there)."""
+    weights = objective.weights(part.problem)
+    placements: dict[str, Placement] = {}
+    groups = [(m, [k for k, c in enumerate(chosen) if c == m]) for m in part.memories]
+    left = len(part.units)
+    for m, ks in (g for g in groups if g[1]):  # fastest first: capacitated memories are the ones that may not pack
+        goal = Objective(Goal.MIN_PEAK if weights[m] else Goal.FEASIBLE)
+        plan = planners.solve(_alone(part, m, ks), "search", deadline=deadline.share(len(ks) / max(left, 1)),
+                              seed=seed, workers=settings.workers, objective=goal)
+        left -= len(ks)
+        if not plan.found:
+            return None, (m, ks, plan.status is Status.INFEASIBLE)
+        placements.update(plan.placements)
+    return settle(part, placements), None
+
+
+def _alone(part: Part, memory: str, ks: list[int]) -> Problem:
+    """The units ``ks`` of the part as a problem of their own, in ``memory`` only."""
+    ids = {bid for k in ks for bid, _ in part.units[k].members}
+    buffers = tuple(replace(b, allowed=None, blocked=(), fixed_memory=b.fixed_memory and memory, hint_memory=None,
+                            hint_offset=None) for b in part.problem.buffers if b.id in ids)
+    relative = tuple(r for r in part.problem.relative if r.buffer in ids and r.base in ids)
+    return Problem(buffers, (part.problem.memory(memory),), relative)
 
 
 def _solve_part(part: Part, clock: Deadline, settings: Settings, objective: Objective,

@@ -3,59 +3,129 @@
 Any plan keeps, at every step, the bytes live in a capacitated memory under its capacity. So the
 best benefit over selections that satisfy just that (a multi-dimensional knapsack, Vela's
 question, solved here exactly with CP-SAT on booleans) bounds the benefit any plan keeps in
-faster memories: a proven bound on the lost benefit ``L`` of ``optplan.objective``. Its optimal
-selection, packed at offsets (fastest memory first; what does not fit moves on), is also a
-plan, often the best start for the full model.
+faster memories: a proven bound on the lost benefit ``L`` of ``optplan.objective``. Among the
+selections that lose no more, the least weighted live-load peaks of the other memories bound the
+weighted peaks ``W`` of every plan that reaches that ``L`` (a memory's peak is at least the bytes
+live in it at any step). Both bounds hold for the lexicographic value of ``fast-first``
+(``Objective.bound``: the second need only hold among plans with the first at its bound).
+
+Cuts keep these bounds valid: when the units of a selection assigned to one memory provably do
+not pack there (the exact search says INFEASIBLE), no plan puts all of them there (a packing of
+a superset would pack the subset), so ``sum x[k][m] <= |F| - 1`` holds for every plan. A
+selection that merely was not packed in time is excluded too, to try another, but from then on
+the model proves nothing (``Staging.exact`` turns False).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 import numpy as np
 from ortools.sat.python import cp_model
 
+from optplan.deadline import Deadline
 from optplan.objective import Objective, fastest_fit
+from optplan.solvers.cpsat import DTIME_PER_SECOND, Settings, _int_bound
 from optplan.solvers.reduce import Choice, Part
 
 
-def selection_bound(objective: Objective, part: Part, seconds: float, workers: int = 1, seed: int = 0
-                    ) -> tuple[int | None, list[str] | None, int | None]:
-    """A proven lower bound on the part's lost benefit (bytes of benefit x tier weights), the
-    best selection found (a memory per unit), or None for both when CP-SAT proved nothing; and
-    for fast-first, once the bound is the optimum, a bound on the weighted peaks of the plans
-    that lose no more (the live load each uncapacitated memory must then hold at some step)."""
-    units = part.units
-    tw = objective.tier_weights(part.problem)
-    times = np.array(sorted({t for u in units for p in u.pieces for t in p[:2]}), np.int64)
-    model = cp_model.CpModel()
-    x = [{m: model.new_bool_var("") for m in u.memories[u.memories.index(fastest_fit(part.problem, u)):]} for u in units]
-    for xs in x:
-        model.add_exactly_one(xs.values())
-    for m in part.memories:
-        cap = part.problem.memory(m).capacity
-        if cap is None:
-            continue
-        for terms in _loads(units, x, m, times):
-            if sum(h for _, h in terms) > cap:
-                model.add(sum(h * x[k][m] for k, h in terms) <= cap)
-    for xs in x:  # every unit in its slowest memory: a selection that always fits
-        for m, v in xs.items():
-            model.add_hint(v, m == list(xs)[-1])
-    coef = [{m: u.gain * tw[m] for m in xs} for u, xs in zip(units, x)]
-    g = int(np.gcd.reduce([c for r in coef for c in r.values() if c] or [1]))
-    model.minimize(sum((c // g) * x[k][m] for k, r in enumerate(coef) for m, c in r.items() if c))
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(seconds, 0.05)
-    solver.parameters.num_workers = max(1, workers)
-    solver.parameters.random_seed = seed
-    status = solver.solve(model)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None, None, None
-    bound = int(np.ceil(solver.best_objective_bound - 1e-6)) * g
-    chosen = [next(m for m, v in xs.items() if solver.boolean_value(v)) for xs in x]
-    peak_bound = None
-    if status == cp_model.OPTIMAL and objective.benefit_first:
-        peak_bound = _peak_bound(model, objective, part, x, times, round(solver.objective_value), seconds, solver)
-    return bound, chosen, peak_bound
+class Staging:
+    """The relaxation of one part as a CP-SAT model on booleans ``x[k][m]`` (unit k in memory m),
+    kept to be solved again with cuts: ``least_lost`` (the bound on ``L``), ``least_peaks`` (the
+    bound on ``W`` given ``L``), ``forbid`` (a cut)."""
+
+    def __init__(self, objective: Objective, part: Part) -> None:
+        self.objective, self.part = objective, part
+        units, problem = part.units, part.problem
+        tw = objective.tier_weights(problem)
+        times = np.array(sorted({t for u in units for p in u.pieces for t in p[:2]}), np.int64)
+        self.model = model = cp_model.CpModel()
+        self.x = x = [{m: model.new_bool_var("") for m in u.memories[u.memories.index(fastest_fit(problem, u)):]}
+                      for u in units]
+        for xs in x:
+            model.add_exactly_one(xs.values())
+        weights = objective.weights(problem)
+        self.load_peak: dict[str, cp_model.IntVar] = {}  # bytes live in m at its fullest step
+        for m in part.memories:
+            cap = problem.memory(m).capacity
+            loads = [t for t in _loads(units, x, m, times) if t]
+            top = max((sum(h for _, h in t) for t in loads), default=0)
+            z = self.load_peak[m] = model.new_int_var(0, top if cap is None else min(top, cap), "")
+            for terms in loads:  # the capacity, and the peak where it is weighed
+                if weights[m] > 0 or (cap is not None and sum(h for _, h in terms) > cap):
+                    model.add(z >= sum(h * x[k][m] for k, h in terms))
+        coef = [{m: u.gain * tw[m] for m in xs} for u, xs in zip(units, x)]
+        self.unit = int(np.gcd.reduce([c for r in coef for c in r.values() if c] or [1]))  # of L in the model
+        self.lost = sum((c // self.unit) * x[k][m] for k, r in enumerate(coef) for m, c in r.items() if c)
+        self.exact = True  # only proven cuts so far: optima are bounds
+        self.hint([list(xs)[-1] for xs in x])  # every unit in its slowest memory: a selection that always fits
+
+    def lost_of(self, chosen: Sequence[str]) -> int:
+        """``L`` of a selection, as ``least_lost`` counts it."""
+        tw = self.objective.tier_weights(self.part.problem)
+        return sum(u.gain * tw[m] for u, m in zip(self.part.units, chosen))
+
+    def hint(self, chosen: Sequence[str]) -> None:
+        self.model.clear_hints()
+        for xs, c in zip(self.x, chosen):
+            for m, v in xs.items():
+                self.model.add_hint(v, m == c)
+
+    def least_lost(self, deadline: Deadline, settings: Settings) -> tuple[int | None, list[str] | None, bool]:
+        """(a bound on the part's ``L`` if the model is exact, the best selection, whether it is
+        the model's optimum); (None, None, False) when CP-SAT found nothing in time."""
+        self.model.minimize(self.lost)
+        solver, status = self._solve(deadline, settings)
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return None, None, False
+        bound = _int_bound(solver.best_objective_bound) * self.unit if self.exact else None
+        return bound, self._chosen(solver), status == cp_model.OPTIMAL
+
+    def least_peaks(self, lost: int, deadline: Deadline, settings: Settings) -> tuple[int | None, list[str] | None]:
+        """Among selections that lose at most ``lost`` (a value ``least_lost`` reached), the least
+        weighted live-load peaks: (a bound on ``W`` of every plan that loses no more, if the model
+        is exact; the best such selection)."""
+        weights = self.objective.weights(self.part.problem)
+        g = math.gcd(*weights.values()) or 1  # the default weights are large (lexicographic); one memory: 1
+        terms = [(weights[m] // g, z) for m, z in self.load_peak.items() if weights[m] > 0]
+        enforce = self.model.new_bool_var("")
+        self.model.add(self.lost <= lost // self.unit).only_enforce_if(enforce)
+        self.model.add_assumptions([enforce])
+        self.model.minimize(sum(w * z for w, z in terms))
+        try:
+            solver, status = self._solve(deadline, settings)
+        finally:
+            self.model.clear_assumptions()
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return None, None
+        bound = _int_bound(solver.best_objective_bound) * g if self.exact and terms else None
+        return bound, self._chosen(solver)
+
+    def forbid(self, memory: str, ks: Sequence[int], proven: bool) -> None:
+        """Cut the selections that put all units ``ks`` in ``memory`` (``proven``: they do not pack
+        there, a valid cut), or exactly those (not packed in time: only to try another selection)."""
+        inside = [self.x[k][memory] for k in ks]
+        if proven:
+            self.model.add(sum(inside) <= len(inside) - 1)
+            return
+        chosen = set(ks)
+        outside = [xs[memory] for k, xs in enumerate(self.x) if k not in chosen and memory in xs]
+        self.model.add(sum(inside) - sum(outside) <= len(inside) - 1)
+        self.exact = False
+
+    def _solve(self, deadline: Deadline, settings: Settings) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus]:
+        solver = cp_model.CpSolver()
+        settings.apply(solver, deadline)
+        with deadline.on_cancel(solver.stop_search):
+            status = solver.solve(self.model)
+        deadline.spend(solver.deterministic_time / DTIME_PER_SECOND)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            self.hint(self._chosen(solver))
+        return solver, status
+
+    def _chosen(self, solver: cp_model.CpSolver) -> list[str]:
+        return [next(m for m, v in xs.items() if solver.boolean_value(v)) for xs in self.x]
 
 
 def _loads(units, x, m: str, times: np.ndarray) -> list[list[tuple[int, int]]]:
@@ -76,34 +146,6 @@ def _loads(units, x, m: str, times: np.ndarray) -> list[list[tuple[int, int]]]:
         for s in keep[lo:hi]:
             load[where[s]].append((k, h))
     return load
-
-
-def _peak_bound(model: cp_model.CpModel, objective: Objective, part: Part, x, times: np.ndarray, best: int,
-                seconds: float, solver: cp_model.CpSolver) -> int | None:
-    """min of the weighted live-load peaks of the memories with weight > 0 over the selections
-    that lose no more benefit than ``best`` (model units): a bound on W given L at its optimum."""
-    weights = objective.weights(part.problem)
-    model.add(model.proto.objective.offset + sum(c * model.get_bool_var_from_proto_index(v)
-              for v, c in zip(model.proto.objective.vars, model.proto.objective.coeffs)) <= best)
-    model.clear_objective()
-    terms = []
-    for m in part.memories:
-        if weights[m] == 0:
-            continue
-        loads = _loads(part.units, x, m, times)
-        top = max((sum(h for _, h in t) for t in loads), default=0)
-        z = model.new_int_var(0, top, "")
-        for t in loads:
-            if t:
-                model.add(z >= sum(h * x[k][m] for k, h in t))
-        terms.append((weights[m], z))
-    if not terms:
-        return None
-    model.minimize(sum(w * z for w, z in terms))
-    solver.parameters.max_time_in_seconds = max(seconds, 0.05)
-    if solver.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
-    return int(np.ceil(solver.best_objective_bound - 1e-6))
 
 
 def pack_selection(part: Part, chosen: list[str]) -> list[Choice] | None:

@@ -1,0 +1,92 @@
+"""The staging relaxation (optplan.solvers.selection) against the brute force: its bound on the
+lost benefit and, at that bound, on the weighted peaks hold; cuts from sets of units that do not
+pack in a memory keep them valid, and with every such set cut the bound is the optimum."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+from brute_force import brute_force_optimum
+from test_objective import random_hierarchy
+
+from optplan.deadline import Deadline
+from optplan.objective import Objective
+from optplan.portfolio import _alone
+from optplan.problem import Buffer, Memory, Problem
+from optplan.solvers.cpsat import Settings
+from optplan.solvers.reduce import reduce
+from optplan.solvers.selection import Staging
+
+FAST_FIRST = Objective.parse("fast-first")
+
+
+def aligned(rng: random.Random) -> Problem:
+    """A fast memory whose alignment the usage curve does not see (its bound is often loose),
+    an unbounded slow one."""
+    buffers = []
+    for i in range(rng.randint(3, 5)):
+        s = rng.randint(0, 3)
+        buffers.append(Buffer(f"b{i}", rng.choice((1, 2, 3)), s, s + rng.randint(1, 3),
+                              benefit=rng.choice((None, rng.randint(1, 9)))))
+    return Problem(tuple(buffers), (Memory("f", capacity=rng.randint(4, 8), alignment=rng.choice((2, 4))), Memory("s")))
+
+
+def cases(seed: int, n: int, make=random_hierarchy):
+    """(problem, its part with memory choices, brute-force (W, L)) for random hierarchies."""
+    rng = random.Random(seed)
+    for _ in range(n):
+        p = make(rng)
+        ref = brute_force_optimum(p, objective=FAST_FIRST)
+        parts = reduce(p, FAST_FIRST, split=False).parts
+        if ref is None or len(parts) != 1 or len(parts[0].memories) < 2:
+            continue
+        yield p, parts[0], FAST_FIRST.split(p, ref[0])
+
+
+def test_bounds_hold() -> None:
+    seen = 0
+    for _p, part, (w_opt, l_opt) in cases(3, 30):
+        model = Staging(FAST_FIRST, part)
+        lost, chosen, optimal = model.least_lost(Deadline(10), Settings(1, 0))
+        assert optimal and chosen is not None and lost is not None and lost <= l_opt
+        assert model.lost_of(chosen) == lost
+        if lost == l_opt:  # the bound on W holds among the plans that lose no more
+            weighted, again = model.least_peaks(lost, Deadline(10), Settings(1, 0))
+            assert weighted is not None and weighted <= w_opt and model.lost_of(again) <= lost
+        seen += 1
+    assert seen >= 10
+
+
+def test_cuts_from_sets_that_do_not_pack_keep_the_bound_and_close_it() -> None:
+    seen = loose = 0
+    for p, part, (_w, l_opt) in cases(8, 30, aligned):
+        model = Staging(FAST_FIRST, part)
+        loose += model.least_lost(Deadline(10), Settings(1, 0))[0] < l_opt  # type: ignore[operator]
+        for m in part.memories:
+            if part.problem.memory(m).capacity is None:
+                continue
+            may = [k for k, xs in enumerate(model.x) if m in xs]
+            for r in range(2, len(may) + 1):
+                for ks in itertools.combinations(may, r):
+                    if brute_force_optimum(_alone(part, m, list(ks)), objective="min-peak") is None:
+                        model.forbid(m, ks, proven=True)
+        lost, _, optimal = model.least_lost(Deadline(10), Settings(1, 0))
+        assert optimal and lost is not None and lost <= l_opt
+        assert lost == l_opt  # what is left to the unbounded slow memory always fits it
+        seen += 1
+    assert seen >= 10 and loose >= 3  # the cuts had work to do
+
+
+def test_auto_relax_and_verify_matches_the_brute_force() -> None:
+    """auto packs the relaxation's selections exactly; where the bound is loose it must not claim
+    a proof it lacks, and its optimum is the brute force's."""
+    from optplan import planners
+    from optplan.plan import Status
+
+    seen = 0
+    for p, _part, (w_opt, l_opt) in cases(11, 12, aligned):
+        plan = planners.solve(p, "auto", objective=FAST_FIRST, time_limit=20, workers=1)
+        assert plan.status is Status.OPTIMAL and plan.objective_value == FAST_FIRST.combine(p, w_opt, l_opt), plan.message
+        seen += 1
+    assert seen >= 6
