@@ -90,3 +90,34 @@ def test_auto_relax_and_verify_matches_the_brute_force() -> None:
         assert plan.status is Status.OPTIMAL and plan.objective_value == FAST_FIRST.combine(p, w_opt, l_opt), plan.message
         seen += 1
     assert seen >= 6
+
+
+def test_neighbourhood_model_with_fixed_units_matches_the_brute_force() -> None:
+    """LNS's model: units outside the neighbourhood are fixed and enter as holes in the free units'
+    offset domains; its optimum is the brute force's with those units pinned where they are."""
+    from dataclasses import replace
+
+    from optplan import planners
+    from optplan.solvers.cpsat import PartModel, run
+
+    rng = random.Random(4)
+    seen = 0
+    for _ in range(40):
+        p = aligned(rng)
+        plan = planners.solve(p, "greedy-size", objective=FAST_FIRST)
+        part = reduce(p, FAST_FIRST, split=False).parts[0]
+        start = part.choices(plan.placements)
+        if start is None or len(part.units) < 3:
+            continue
+        fixed = {i: start[i] for i in rng.sample(range(len(part.units)), len(part.units) // 2)}
+        active = [i for i in range(len(part.units)) if i not in fixed]
+        pinned = {bid: fixed[i] for i, u in enumerate(part.units) if i in fixed for bid, _ in u.members}
+        q = p.with_buffers(replace(b, fixed_memory=pinned[b.id][0], fixed_offset=pinned[b.id][1] * part.scale)
+                           if b.id in pinned else b for b in p.buffers)
+        ref = brute_force_optimum(q, objective=FAST_FIRST)
+        out = run(PartModel(part, FAST_FIRST, active=active, fixed=fixed), Settings(1, 0), Deadline(10))
+        assert out.optimal and out.choices is not None and ref is not None
+        merged = [fixed[i] if i in fixed else out.choices[active.index(i)] for i in range(len(part.units))]
+        assert FAST_FIRST.value(p, part.placements(merged)) == ref[0], (p, fixed)
+        seen += 1
+    assert seen >= 10
