@@ -194,3 +194,21 @@ def test_a_lost_dask_worker_task_is_retried(tmp_path: Path, monkeypatch: pytest.
              processes=1, fn=_crash_once)
     assert (tmp_path / "crashed").exists() and sorted((r["planner"], r["status"]) for r in got) == [
         ("greedy-size", "OPTIMAL"), ("naive", "FEASIBLE")]
+
+
+def test_rows_of_a_hierarchy_show_each_memory_and_the_objective_in_words() -> None:
+    """Two memories: a row carries each memory's peak and the objective's quantities in words, and
+    the summary shows the best run's peaks, not the objective's one packed number."""
+    from optplan.problem import Memory
+    from optplan.study.results import derive
+    from optplan.study.summary import summary_markdown
+
+    p = Problem((Buffer("p", 1024, 0, 2), Buffer("q", 4096, 1, 3), Buffer("s", 2048, 3, 5)),
+                (Memory("sram", capacity=4096), Memory("dram")))
+    rows = [run_task(p, Task("ex", name, 10.0)) for name in ("greedy-size", "auto")]
+    for r in rows:
+        assert str(r["peaks"]).startswith("sram:") and " dram:" in str(r["peaks"])
+        assert str(r["objective"]).startswith("fast-first: sram holds") and "dram peak" in str(r["objective"])
+    derive(rows)
+    line = next(x for x in summary_markdown(rows).splitlines() if x.startswith("| ex |"))
+    assert "sram 4,096, dram " in line and str(rows[1]["peak"]) not in line

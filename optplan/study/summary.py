@@ -67,17 +67,31 @@ def instance_table(rows: list[Row]) -> list[str]:
         bound = max((int(str(r["lower_bound"])) for r in runs if r["lower_bound"] not in ("", None)), default=None)
         first = runs[0]
         cells = [str(inst), f"{int(str(first['buffers'])):,}" if first.get("buffers") not in ("", None) else "-",
-                 "-" if bound is None else f"{bound:,}",
-                 f"{int(str(first['best_known'])):,}" if first["best_known"] not in ("", None) else "-",
-                 f"{int(str(first['best_known'])) / bound:.4f}" if bound and first["best_known"] not in ("", None) else "-",
-                 "yes" if first["optimum"] not in ("", None) else "no",
-                 f"{h[0][1]}{f' (+{tied - 1} tied)' if tied > 1 else ''} {_pct(h[0][0])}" if h else "-", f"{h[-1][1]} {_pct(h[-1][0])}" if h else "-"]
+                 *_reference_cells(runs, bound), "yes" if first["optimum"] not in ("", None) else "no",
+                 f"{h[0][1]}{f' (+{tied - 1} tied)' if tied > 1 else ''} {_pct(h[0][0])}" if h else "-",
+                 f"{h[-1][1]} {_pct(h[-1][0])}" if h else "-"]
         for name in exact:
             mine = [r for r in runs if r["planner"] == name]
             cells.append(f"{mine[0]['status']} {_pct(_f(mine[0]['gap_to_best']))} in {_f(mine[0]['seconds']) or 0:.1f} s"
                          if mine else "-")
         out.append("| " + " | ".join(cells) + " |")
     return out
+
+
+def _reference_cells(runs: list[Row], bound: int | None) -> list[str]:
+    """'lower bound', 'best known', 'best / bound' of one instance. Several memories: the best
+    run's peak per memory and its own gap (the objective's one number is no byte count)."""
+    best = runs[0]["best_known"]
+    if best in ("", None):
+        return ["-" if bound is None else f"{bound:,}", "-", "-"]
+    top = next(r for r in runs if r["status"] in FOUND and str(r["peak"]) == str(best))
+    peaks = str(top.get("peaks") or "").split()
+    if len(peaks) > 1:
+        gap = _f(top["gap_to_bound"])
+        per_memory = ", ".join(f"{m} {int(v):,}" for m, v in (p.rsplit(":", 1) for p in peaks))
+        return ["-", per_memory, "-" if gap is None else f"{1 + gap:.4f}"]
+    return ["-" if bound is None else f"{bound:,}", f"{int(str(best)):,}",
+            f"{int(str(best)) / bound:.4f}" if bound else "-"]
 
 
 def summary_markdown(rows: list[Row], preface: list[str] | None = None) -> str:
@@ -88,7 +102,10 @@ def summary_markdown(rows: list[Row], preface: list[str] | None = None) -> str:
              f"{instances} instances, {len(rows)} runs; the optimum is proven for {proven} of them. "
              "A gap is peak / reference - 1, the reference being the proven optimum where a run proved it "
              "(status OPTIMAL, or a plan at a proven lower bound) and otherwise the lowest peak any run found. "
-             "Several memories: the weighted objective. Time: seconds of each run, including its bound and validation.",
+             "Several memories: 'best known' is the best run's peak per memory and 'best / bound' its gap "
+             "(of the objective's first quantity not at its bound); runs.csv has each run's 'peaks' and its "
+             "'objective' in words ('peak' there is the objective's one number that ranks the runs). "
+             "Time: seconds of each run, including its bound and validation.",
              f"Code: {', '.join(versions) or 'unknown'}.", "", "## Per planner", "", *planner_table(rows), "",
              "## Per instance (gap to the reference)", "", *instance_table(rows), ""]
     return "\n".join(lines)

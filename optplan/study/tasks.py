@@ -28,11 +28,16 @@ def base_row(problem: Problem, task: Task) -> dict[str, object]:
 
 def plan_row(problem: Problem, task: Task, plan: Plan) -> dict[str, object]:
     """A run's own measurements. ``peak`` and ``lower_bound`` are the objective and its proven bound:
-    the peak and the peak's bound for one memory; ``peaks`` has each memory's peak."""
+    the peak and the peak's bound for one memory, the objective's one number that ranks runs for
+    several; ``peaks`` has each memory's peak, ``objective`` the objective and its quantities in
+    words (e.g. the benefit kept in the fast memory and the slow memory's peak, each with its bound)."""
+    from optplan.report.summary import objective_words
+
     found = plan.found
     return {**base_row(problem, task), "status": plan.status.value,
             "peak": plan.objective_value if found else "",
             "peaks": " ".join(f"{m}:{v}" for m, v in plan.peak.items()) if found else "",
+            "objective": objective_words(problem, plan),
             "lower_bound": plan.objective_bound if plan.objective_bound is not None else "",
             "gap_to_bound": "" if plan.gap is None else round(plan.gap, 6),
             "seconds": round(plan.seconds, 3), "message": plan.message.replace("\n", " ")}
