@@ -54,6 +54,8 @@ def test_relu_relu_add_relu_peaks_at_three_tensors():
     # step 0 inputs, nodes at 1..4, outputs read at 5: each output allocated while its inputs live
     assert _table(p) == {"x": (F, 0, 2), "a": (F, 1, 4), "b": (F, 2, 4), "c": (F, 3, 5), "y": (F, 4, 6)}
     assert _load(p) == lower_bounds(p).lower["mem"] == 3 * 65536
+    # benefit: size x (one write + one read per consumer); the caller reads y
+    assert {b.id: b.benefit // F for b in p.buffers} == {"x": 2, "a": 3, "b": 2, "c": 2, "y": 2}
     assert planners.solve(p, "auto", time_limit=5).peak["mem"] == 3 * 65536
 
 
