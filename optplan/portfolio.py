@@ -241,7 +241,7 @@ def solve_part(part: Part, deadline: Deadline, settings: Settings, objective: Ob
                            lost_bound=staged.lost, objective_bound=staged.weighted)
     res = _solve_part(part, deadline, settings, objective, incumbent, seed, report, goal, proven)
     if staged.stats and res.placements is not None:
-        lost, weighted = staged.join(res.lost_bound, res.objective_bound)
+        lost, weighted = staged.join(objective, res.lost_bound, res.objective_bound)
         res = replace(res, stats={**res.stats, "staging": staged.stats}, lost_bound=lost, objective_bound=weighted)
     if res.placements is None or not proven:
         return res
@@ -264,10 +264,13 @@ class Staged:
     proven: bool = False
     stats: dict[str, object] = field(default_factory=dict)
 
-    def join(self, lost: int | None, weighted: int | None) -> tuple[int | None, int | None]:
-        """The stronger of two (``L`` bound, ``W`` bound given ``L`` at it) pairs: the larger
-        ``L``; at equal ``L`` the larger ``W`` (a ``W`` bound given a smaller ``L`` says nothing
-        about plans that lose more)."""
+    def join(self, objective: Objective, lost: int | None, weighted: int | None) -> tuple[int | None, int | None]:
+        """Ours with a solver's (``L`` bound, ``W`` bound). fast-first: the stronger pair, the
+        larger ``L`` and at equal ``L`` the larger ``W`` (a ``W`` bound given a smaller ``L`` says
+        nothing about plans that lose more). min-peak: the solver's ``W`` (it holds for every
+        plan) with the larger ``L`` (ours holds for every plan, so for those at that ``W`` too)."""
+        if not objective.benefit_first:
+            return max(self.lost or 0, lost or 0) or None, weighted
         mine, theirs = (self.lost or 0, self.weighted or 0), (lost or 0, weighted or 0)
         best = max(mine, theirs) if mine[0] != theirs[0] else (mine[0], max(mine[1], theirs[1]))
         return best[0] or None, best[1] or None

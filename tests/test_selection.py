@@ -121,3 +121,12 @@ def test_neighbourhood_model_with_fixed_units_matches_the_brute_force() -> None:
         assert FAST_FIRST.value(p, part.placements(merged)) == ref[0], (p, fixed)
         seen += 1
     assert seen >= 10
+
+
+def test_staged_bounds_join_a_solvers_in_the_objectives_order() -> None:
+    from optplan.portfolio import Staged
+
+    mine = Staged(lost=10, weighted=5)
+    assert mine.join(FAST_FIRST, 8, 100) == (10, 5)  # a W bound given L = 8 says nothing at L = 10
+    assert mine.join(FAST_FIRST, 10, 7) == (10, 7) and mine.join(FAST_FIRST, 12, 1) == (12, 1)
+    assert Staged(lost=10).join(Objective.parse("min-peak"), 8, 100) == (10, 100)  # W first: the solver's holds
