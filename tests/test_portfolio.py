@@ -152,12 +152,12 @@ def test_a_bound_the_search_member_proved_is_kept(monkeypatch) -> None:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(compiled_problems(max_buffers=16), st.sampled_from([0.01, 0.2, 1.0]))
-def test_auto_never_worse_than_any_of_its_heuristics(monkeypatch, problem: Problem, limit: float) -> None:
-    """Whatever the time limit, auto's plan is at least as good as each heuristic's alone (the
-    improving one given time to stop on its own patience in both runs, so the load cannot
-    decide)."""
-    monkeypatch.setattr(heuristics_run, "IMPROVING_DEFAULT", 60.0)
-    alone = [solve(problem, n, time_limit=60.0) for n in planners.heuristic_names()]
+def test_auto_never_worse_than_any_of_its_heuristics(problem: Problem, limit: float) -> None:
+    """Whatever the time limit, auto's plan is at least as good as each constructive heuristic's
+    alone (auto runs each of them to its end). Not hill-climb's: inside a limit of 0.01 s it gets
+    0.01 s, alone it stops on its own patience, and which plan it reaches by then depends on the
+    machine's load (on a loaded machine it had not improved yet: 702 inside auto, 486 alone)."""
+    alone = [solve(problem, n) for n in planners.heuristic_names() if not heuristics_run.improving(n)]
     found = [p.objective_value for p in alone if p.found]
     plan = solve(problem, "auto", time_limit=limit, workers=2)
     if found:
