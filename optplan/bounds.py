@@ -82,7 +82,37 @@ def lower_bounds(problem: Problem) -> Bounds:
     return _cache[problem]
 
 
+def _plain_bounds(problem: Problem) -> Bounds:
+    """``_lower_bounds`` of a single memory holding plain buffers (``Columns.plain``), on the
+    columns: the live load (sizes rounded up to the alignment every offset shares, but for the
+    top buffer), the largest buffer, the capacity."""
+    cols, mem = problem.columns, problem.memories[0]
+    m = mem.name
+    if len(cols.ids) == 0:
+        return Bounds({m: 0}, {m: None}, None)
+    held = cols.size > 0
+    start, end, size = cols.start[held], cols.end[held], cols.size[held]
+    biggest = int(cols.size.max())
+    if mem.capacity is not None and biggest > mem.capacity:
+        culprit = cols.ids[int(np.argmax(cols.size))]
+        return Bounds({m: 0}, {m: None}, f"buffer {culprit!r} needs {biggest} bytes; no memory it may use is that large")
+    load, at = peak_load(start, end, size)
+    rounding = math.gcd(int(np.gcd.reduce(np.lcm(cols.alignment, mem.alignment))), mem.alignment)
+    if rounding > 1 and len(size):
+        rounded = np.minimum(-(-size // rounding) * rounding, INT64_MAX)
+        r_load, r_at = peak_load(start, end, rounded)
+        if r_load - int((rounded - size).max()) > load:
+            load, at = r_load - int((rounded - size).max()), r_at
+    if mem.capacity is not None and load > mem.capacity:
+        return Bounds({m: 0}, {m: None}, f"memory {m!r}: at step {at}, {load} bytes must be live but the capacity is {mem.capacity}")
+    if biggest > load:  # a buffer reaches its size above offset 0
+        load, at = biggest, int(cols.start[int(np.argmax(cols.size))])
+    return Bounds({m: load}, {m: at}, None)
+
+
 def _lower_bounds(problem: Problem) -> Bounds:
+    if problem.columns.plain and len(problem.memories) == 1:
+        return _plain_bounds(problem)
     names = problem.memory_names
     cap = {m.name: m.capacity for m in problem.memories}
     units = problem.units

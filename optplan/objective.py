@@ -28,7 +28,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from optplan.errors import OptplanError
-from optplan.problem import objective_weights
+from optplan.problem import Columns, objective_weights
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -107,7 +107,7 @@ class Objective:
     # -- the two quantities and how they mix ---------------------------------------------------
     def radix(self, problem: Problem) -> int:
         """Base of the tier mix in ``L``: above any one tier's lost benefit."""
-        return sum(b.gain for b in problem.buffers) + 1
+        return Columns.total(problem.columns.gain) + 1
 
     def tier_weights(self, problem: Problem) -> dict[str, int]:
         """``L`` per unit of benefit placed in each memory: a buffer in the memory of rank r
@@ -161,16 +161,22 @@ class Objective:
 
     def lost_ceiling(self, problem: Problem) -> int:
         """``L`` with every buffer in the slowest memory: what "benefit kept" is counted from."""
+        if len(problem.memories) == 1:
+            return 0
         tw = self.tier_weights(problem)
-        return sum(b.gain for b in problem.buffers) * tw[problem.memory_names[-1]]
+        return Columns.total(problem.columns.gain) * tw[problem.memory_names[-1]]
 
     def lost(self, problem: Problem, placements: Mapping[str, Placement]) -> int:
         """``L`` of a plan."""
+        if len(problem.memories) == 1:
+            return 0
         tw = self.tier_weights(problem)
         return sum(b.gain * tw[placements[b.id].memory] for b in problem.buffers if b.id in placements)
 
     def lost_floor(self, problem: Problem) -> int:
         """``L`` with every unit in the fastest memory that can hold it: a bound on any plan's ``L``."""
+        if len(problem.memories) == 1:
+            return 0
         tw = self.tier_weights(problem)
         return sum(u.gain * tw[fastest_fit(problem, u)] for u in problem.units)
 

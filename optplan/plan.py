@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numba import njit
 
 from optplan.objective import Objective
+from optplan.problem import INT64_MAX
 
 if TYPE_CHECKING:
     from optplan.problem import Problem
@@ -81,9 +84,33 @@ class Plan:
         return self.status in (Status.OPTIMAL, Status.FEASIBLE)
 
 
-def peaks(problem: Problem, placements: dict[str, Placement]) -> dict[str, int]:
+def offsets(problem: Problem, placements: Mapping[str, Placement]) -> np.ndarray | None:
+    """The offsets of a single-memory problem's buffers in buffer order, as an array; None when a
+    buffer is missing, another memory is named, or an offset is not an integer inside int64
+    (the callers' general paths handle, or report, those)."""
+    if len(problem.memories) != 1 or len(placements) != len(problem.buffers):
+        return None
+    name = problem.memories[0].name
+    try:
+        got = [placements[i] for i in problem.columns.ids]
+    except KeyError:
+        return None
+    if any(p.memory != name or type(p.offset) is not int for p in got):
+        return None
+    try:
+        return np.fromiter((p.offset for p in got), np.int64, len(got))
+    except OverflowError:
+        return None
+
+
+def peaks(problem: Problem, placements: Mapping[str, Placement]) -> dict[str, int]:
     """Highest byte used + 1 in each memory (0 for an empty one)."""
     out = {m: 0 for m in problem.memory_names}
+    off = offsets(problem, placements)
+    size = problem.columns.size
+    if off is not None and len(off) and int(off.max()) <= INT64_MAX - int(size.max()):  # no int64 sum wraps
+        out[problem.memories[0].name] = int((off + size)[size > 0].max(initial=0))
+        return out
     for b in problem.buffers:
         p = placements.get(b.id)
         if p is not None and b.size > 0 and p.memory in out:
@@ -113,17 +140,40 @@ def usage_curve(problem: Problem, placements: dict[str, Placement], memory: str)
 
     Live bytes leave out gaps and count only a gap's window; an active buffer's highest byte is
     ``offset + size`` even inside a window, as in the peak."""
-    bufs = [b for b in problem.buffers if b.size > 0 and b.id in placements and placements[b.id].memory == memory]
-    if not bufs:
+    off = offsets(problem, placements) if problem.columns.plain and problem.memory_names == (memory,) else None
+    if off is not None:  # one rectangle per buffer with bytes: the columns
+        cols, held = problem.columns, problem.columns.size > 0
+        start, end, size, top = cols.start[held], cols.end[held], cols.size[held], (off + cols.size)[held]
+    else:
+        bufs = [b for b in problem.buffers if b.size > 0 and b.id in placements and placements[b.id].memory == memory]
+        rects = [(t0, t1, y1 - y0, placements[b.id].offset + b.size) for b in bufs for t0, t1, y0, y1 in b.footprint()]
+        start, end, size, top = (np.array(c, np.int64) for c in zip(*rects)) if rects else [np.zeros(0, np.int64)] * 4
+    if not len(start):
         return UsageCurve(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
-    rects = [(t0, t1, y1 - y0, placements[b.id].offset + b.size) for b in bufs for t0, t1, y0, y1 in b.footprint()]
-    start, end, size, top = (np.array(c, np.int64) for c in zip(*rects))
     times = np.unique(np.concatenate([start, end]))
     delta = np.zeros(len(times), np.int64)
     np.add.at(delta, np.searchsorted(times, start), size)
     np.add.at(delta, np.searchsorted(times, end), -size)
     live = np.cumsum(delta)
-    highest = np.zeros(len(times), np.int64)
-    for i, j, t in zip(np.searchsorted(times, start), np.searchsorted(times, end), top):
-        np.maximum(highest[i:j], t, out=highest[i:j])
+    highest = _highest(np.searchsorted(times, start), np.searchsorted(times, end), top, len(times))
     return UsageCurve(times, live, highest)
+
+
+@njit(cache=True)
+def _highest(first: np.ndarray, last: np.ndarray, top: np.ndarray, slots: int) -> np.ndarray:
+    """Per slot the highest ``top`` of the spans ``[first, last)`` over it: spans from the highest
+    down, each filling the slots still empty (a pointer to the next empty slot, path-halved), so
+    every slot is filled once: O(n log n) for the sort."""
+    out = np.zeros(slots, np.int64)
+    nxt = np.arange(slots + 1)
+    for k in np.argsort(-top, kind="mergesort"):
+        i = first[k]
+        while True:
+            while nxt[i] != i:  # the next empty slot at or after i
+                nxt[i] = nxt[nxt[i]]
+                i = nxt[i]
+            if i >= last[k]:
+                break
+            out[i] = top[k]
+            nxt[i] = i + 1
+    return out

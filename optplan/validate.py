@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from optplan.plan import Placement
+from optplan.plan import Placement, offsets
 from optplan.problem import INT64_MAX, Buffer, Problem
 
 
@@ -29,6 +29,8 @@ class Violation:
 
 def validate(problem: Problem, placements: dict[str, Placement], limit: int = 100) -> list[Violation]:
     """All violations of the plan (at most ``limit`` overlaps are listed); empty means valid."""
+    if _plain_valid(problem, placements):
+        return []
     out: list[Violation] = []
     mems = {m.name: m for m in problem.memories}
     ids = {b.id for b in problem.buffers}
@@ -69,6 +71,26 @@ def validate(problem: Problem, placements: dict[str, Placement], limit: int = 10
             out.append(Violation("relative", r.buffer, f"must be at {r.base!r} + {r.delta} = {pa.memory}:{pa.offset + r.delta}, placed at {pb.memory}:{pb.offset}"))
     out.extend(_overlaps(problem, placements, mems, limit))
     return out
+
+
+def _plain_valid(problem: Problem, placements: dict[str, Placement]) -> bool:
+    """A plan for a single-memory problem of plain buffers (``Columns.plain``) checked as arrays,
+    in O(n log n) (a million buffers in about a second): True when it is valid; False sends it
+    to the general checks, which list what is wrong."""
+    cols = problem.columns
+    if not cols.plain:
+        return False
+    off = offsets(problem, placements)
+    if off is None:
+        return False
+    mem = problem.memories[0]
+    size = cols.size
+    limit = INT64_MAX if mem.capacity is None else mem.capacity
+    if len(off) and ((off < 0).any() or (off > limit - size).any() or (off % np.lcm(cols.alignment, mem.alignment)).any()):
+        return False
+    held = np.flatnonzero(size > 0)
+    order = held[np.argsort(cols.start[held], kind="stable")]
+    return not _any_overlap(cols.start[order], cols.end[order], off[order], off[order] + size[order])
 
 
 def _relative_roots(problem: Problem) -> dict[str, str]:

@@ -7,10 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from optplan import bounds
 from optplan import problem as model
+from optplan.errors import ProblemError
 from optplan.formats import minimalloc_csv
-from optplan.problem import Buffer, Gap, Memory, Problem
-from optplan.validate import _any_overlap
+from optplan.heuristics import compiled
+from optplan.plan import Placement, peaks
+from optplan.problem import Buffer, Columns, Gap, Memory, Problem
+from optplan.validate import _any_overlap, _plain_valid, validate
 
 
 @pytest.mark.parametrize("text", [
@@ -19,17 +23,20 @@ from optplan.validate import _any_overlap
     "id,start,upper,size\n1,0,2,+5\n2,3,4,0",
 ])
 def test_plain_csv_read_in_bulk_as_the_general_reader(text: str, monkeypatch) -> None:
-    assert minimalloc_csv._plain_buffers(text) is not None
+    assert minimalloc_csv._plain_problem(text, "<csv>") is not None
     fast = minimalloc_csv.problem_from_csv(text)
-    monkeypatch.setattr(minimalloc_csv, "_plain_buffers", lambda text: None)
+    monkeypatch.setattr(minimalloc_csv, "_plain_problem", lambda text, source: None)
     slow = minimalloc_csv.problem_from_csv(text)
     assert fast.buffers == slow.buffers and fast.units == slow.units
+    assert [getattr(fast.columns, f).tolist()
+            for f in ("start", "end", "size", "alignment", "gain")] == [
+        getattr(slow.columns, f).tolist() for f in ("start", "end", "size", "alignment", "gain")]
 
 
 @pytest.mark.parametrize("text", ["id,lower,upper,size\n1,0,2\n", "id,lower,upper,size\n1,0,2,x\n",
                                   'id,lower,upper,size\n"1",0,2,3\n', "id,lower,upper,size,hint\n1,0,2,3,\n"])
 def test_other_csv_goes_to_the_general_reader(text: str) -> None:
-    assert minimalloc_csv._plain_buffers(text) is None
+    assert minimalloc_csv._plain_problem(text, "<csv>") is None
 
 
 def test_units_without_relative_placements_as_the_general_builder() -> None:
@@ -50,3 +57,58 @@ def test_overlap_sweep_agrees_with_all_pairs(rects) -> None:
     pairs = any(start[i] < end[j] and start[j] < end[i] and lo[i] < hi[j] and lo[j] < hi[i]
                 for i in range(len(rects)) for j in range(i + 1, len(rects)))
     assert _any_overlap(start, end, lo, hi) == pairs
+
+
+plain_rows = st.lists(st.tuples(st.integers(0, 9), st.integers(1, 4), st.sampled_from([0, 1, 3, 4, 8, 12]),
+                                st.sampled_from([1, 1, 2, 4])), min_size=0, max_size=10)
+
+
+def _general(p: Problem) -> Problem:
+    """The same problem through the general constructor, its columns not marked plain: every
+    pass that has a fast path for plain columns takes the general one on it."""
+    q = Problem(p.buffers, p.memories, (), dict(p.metadata))
+    c = q.columns
+    q.__dict__["columns"] = Columns(c.ids, c.start, c.end, c.size, c.alignment, c.gain, False)
+    return q
+
+
+@settings(max_examples=150, deadline=None)
+@given(plain_rows, st.sampled_from([None, 10, 24]), st.sampled_from([1, 2, 4]),
+       st.lists(st.integers(0, 24), min_size=10, max_size=10))
+def test_plain_columns_take_the_fast_paths_to_the_same_answers(rows, capacity, alignment, offs) -> None:
+    """Problem.from_columns builds what the general constructor builds, and bounds, the compiled
+    packer's arrays, peaks and validation on plain columns agree with the general code."""
+    cols = [np.array(c, np.int64) for c in zip(*[(s, s + d, z, a) for s, d, z, a in rows])] or [np.zeros(0, np.int64)] * 4
+    ids = [f"b{i}" for i in range(len(rows))]
+    memory = Memory("m", capacity=capacity, alignment=alignment)
+    fast = Problem.from_columns(ids, cols[0], cols[1], cols[2], cols[3], (memory,))
+    slow = _general(fast)
+    assert fast.columns.plain and fast.buffers == slow.buffers and fast.units == slow.units
+    assert bounds._lower_bounds(fast) == bounds._lower_bounds(slow)
+    a, b = compiled.Arrays(fast), compiled.Arrays(slow)
+    assert all(np.array_equal(getattr(a, k), getattr(b, k)) for k in vars(b) if k != "index")
+    plan = {i: Placement("m", o - o % 4) for i, o in zip(ids, offs)}
+    assert peaks(fast, plan) == peaks(slow, plan)
+    assert _plain_valid(fast, plan) == (validate(slow, plan) == [])
+
+
+@pytest.mark.parametrize("start, end, size, align, why", [
+    ([0, 2], [1, 2], [4, 4], [1, 1], "lifetime [2, 2) is empty"),
+    ([0, 0], [1, 1], [4, -1], [1, 1], "field 'size'"),
+    ([0, 0], [1, 1], [4, 4], [1, 0], "field 'alignment'"),
+])
+def test_plain_columns_that_fail_a_check_are_reported_by_the_general_one(start, end, size, align, why) -> None:
+    with pytest.raises(ProblemError, match="buffer 'b1'"):
+        Problem.from_columns(["b0", "b1"], *(np.array(c, np.int64) for c in (start, end, size, align)))
+    with pytest.raises(ProblemError, match="duplicate id"):
+        Problem.from_columns(["b0", "b0"], *(np.array(c, np.int64) for c in ([0, 0], [1, 1], [4, 4], [1, 1])))
+
+
+def test_a_plan_off_the_plain_path_is_still_checked() -> None:
+    """A missing buffer, another memory or a float offset leave the array path; the general
+    checks name them."""
+    p = Problem.from_columns(["a", "b"], *(np.array(c, np.int64) for c in ([0, 0], [2, 2], [4, 4], [1, 1])))
+    for plan in ({"a": Placement("mem", 0)}, {"a": Placement("mem", 0), "b": Placement("x", 4)},
+                 {"a": Placement("mem", 0), "b": Placement("mem", 4.0)}, {"a": Placement("mem", 0), "b": Placement("mem", 2)}):
+        assert not _plain_valid(p, plan) and validate(p, plan)  # type: ignore[arg-type]
+    assert validate(p, {"a": Placement("mem", 0), "b": Placement("mem", 4)}) == []

@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from optplan.plan import Placement
-from optplan.problem import Problem, Unit
+from optplan.problem import Problem, Unit, gc_paused
 
 _POLICY = {"first": 0, "best": 1, "heap": 2}
 _NONE = np.iinfo(np.int64).max  # no capacity / nothing found
@@ -387,13 +387,12 @@ class Arrays:
         n = len(units)
         self.index = {id(u): i for i, u in enumerate(units)}
         names = problem.memory_names
-        mem_of = {m: i for i, m in enumerate(names)}
-        counts = np.fromiter((len(u.pieces) for u in units), np.int64, n)
-        self.p_ptr = np.zeros(n + 1, np.int64)
-        np.cumsum(counts, out=self.p_ptr[1:])
-        pa = np.fromiter((x for u in units for p in u.pieces for x in p), np.int64, 4 * int(self.p_ptr[-1]))
-        pa = pa.reshape(-1, 4)
-        self.p_t0, self.p_t1 = pa[:, 0].copy(), pa[:, 1].copy()
+        if problem.columns.plain:
+            counts = self._plain(problem)
+        else:
+            counts = self._units(problem)
+        self.capacity = np.array([-1 if m.capacity is None else m.capacity for m in problem.memories], np.int64)
+        self.names = names
         times = np.unique(np.concatenate([self.p_t0, self.p_t1]))
         size = 1
         while size < max(len(times) - 1, 1):
@@ -401,18 +400,6 @@ class Arrays:
         self.size = size
         self.p_l = np.searchsorted(times, self.p_t0).astype(np.int64)
         self.p_r = np.searchsorted(times, self.p_t1).astype(np.int64)
-        self.p_y0, self.p_y1 = pa[:, 2].copy(), pa[:, 3].copy()
-        self.low = np.fromiter((u.low for u in units), np.int64, n)
-        self.high = np.fromiter((u.high for u in units), np.int64, n)
-        self.top = np.fromiter((u.top for u in units), np.int64, n)
-        self.fixed = np.fromiter((_NONE if u.fixed_offset is None else u.fixed_offset for u in units), np.int64, n)
-        self.m_ptr = np.zeros(n + 1, np.int64)
-        np.cumsum(np.fromiter((len(u.memories) for u in units), np.int64, n), out=self.m_ptr[1:])
-        ma = np.fromiter((x for u in units for m in u.memories for x in (mem_of[m], *u.modulus[m])), np.int64,
-                         3 * int(self.m_ptr[-1])).reshape(-1, 3)
-        self.m_mem, self.m_mod, self.m_res = ma[:, 0].copy(), ma[:, 1].copy(), ma[:, 2].copy()
-        self.capacity = np.array([-1 if m.capacity is None else m.capacity for m in problem.memories], np.int64)
-        self.names = names
         # per unit, as the orders read them: lifetime span (0, 0 if it stores nothing) and area
         sized = counts > 0
         first = self.p_ptr[:-1][sized]
@@ -429,6 +416,45 @@ class Arrays:
                 self.area[sized] = rough
             else:
                 self.area[sized] = np.add.reduceat(spans * heights, first)
+
+    def _plain(self, problem: Problem) -> np.ndarray:
+        """The fields of plain units (one per buffer, one piece if it has bytes, any memory) from
+        the problem's columns, without a pass over the units."""
+        cols, n, k = problem.columns, len(problem.buffers), len(problem.memories)
+        counts = (cols.size > 0).astype(np.int64)
+        self.p_ptr = np.zeros(n + 1, np.int64)
+        np.cumsum(counts, out=self.p_ptr[1:])
+        held = counts > 0
+        self.p_t0, self.p_t1 = cols.start[held], cols.end[held]
+        self.p_y0, self.p_y1 = np.zeros(int(held.sum()), np.int64), cols.size[held]
+        self.low, self.high, self.top = np.zeros(n, np.int64), cols.size.copy(), cols.size.copy()
+        self.fixed = np.full(n, _NONE, np.int64)
+        self.m_ptr = np.arange(0, k * (n + 1), k, dtype=np.int64)
+        self.m_mem = np.tile(np.arange(k, dtype=np.int64), n)
+        self.m_mod = np.lcm(cols.alignment[:, None], np.array([m.alignment for m in problem.memories], np.int64)).ravel()
+        self.m_res = np.zeros(k * n, np.int64)
+        return counts
+
+    def _units(self, problem: Problem) -> np.ndarray:
+        units, n = problem.units, len(problem.units)
+        mem_of = {m: i for i, m in enumerate(problem.memory_names)}
+        counts = np.fromiter((len(u.pieces) for u in units), np.int64, n)
+        self.p_ptr = np.zeros(n + 1, np.int64)
+        np.cumsum(counts, out=self.p_ptr[1:])
+        pa = np.fromiter((x for u in units for p in u.pieces for x in p), np.int64, 4 * int(self.p_ptr[-1]))
+        pa = pa.reshape(-1, 4)
+        self.p_t0, self.p_t1 = pa[:, 0].copy(), pa[:, 1].copy()
+        self.p_y0, self.p_y1 = pa[:, 2].copy(), pa[:, 3].copy()
+        self.low = np.fromiter((u.low for u in units), np.int64, n)
+        self.high = np.fromiter((u.high for u in units), np.int64, n)
+        self.top = np.fromiter((u.top for u in units), np.int64, n)
+        self.fixed = np.fromiter((_NONE if u.fixed_offset is None else u.fixed_offset for u in units), np.int64, n)
+        self.m_ptr = np.zeros(n + 1, np.int64)
+        np.cumsum(np.fromiter((len(u.memories) for u in units), np.int64, n), out=self.m_ptr[1:])
+        ma = np.fromiter((x for u in units for m in u.memories for x in (mem_of[m], *u.modulus[m])), np.int64,
+                         3 * int(self.m_ptr[-1])).reshape(-1, 3)
+        self.m_mem, self.m_mod, self.m_res = ma[:, 0].copy(), ma[:, 1].copy(), ma[:, 2].copy()
+        return counts
 
 
 _CACHE: weakref.WeakKeyDictionary[Problem, Arrays] = weakref.WeakKeyDictionary()
@@ -454,9 +480,12 @@ def pack(problem: Problem, order: list[Unit], policy: str) -> tuple[np.ndarray, 
 
 def placements(problem: Problem, off: np.ndarray, where: np.ndarray) -> dict[str, Placement]:
     names = arrays(problem).names
-    out = {}
-    for u, o, w in zip(problem.units, off.tolist(), where.tolist()):
-        memory = names[w]
-        for bid, rel in u.members:
-            out[bid] = Placement(memory, o + rel)
-    return out
+    with gc_paused():
+        if problem.columns.plain:  # a unit per buffer, in buffer order
+            return dict(zip(problem.columns.ids, map(Placement, map(names.__getitem__, where.tolist()), off.tolist())))
+        out = {}
+        for u, o, w in zip(problem.units, off.tolist(), where.tolist()):
+            memory = names[w]
+            for bid, rel in u.members:
+                out[bid] = Placement(memory, o + rel)
+        return out
