@@ -7,7 +7,7 @@ importing the portfolio, which sits above them.
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from optplan import planners
 from optplan.deadline import Deadline
@@ -18,6 +18,7 @@ from optplan.problem import Problem
 
 DETERMINISTIC_STEPS = 20_000  # hill-climb steps x units in deterministic mode (about 1 s on A-E)
 IMPROVING_DEFAULT = 1.0  # seconds an improving heuristic takes when run on its own (hill-climb's default)
+CHEAP = 1.0  # CPU seconds: while the constructive heuristics together took less, every one runs whatever the limit
 
 
 def improving(name: str) -> bool:
@@ -27,19 +28,23 @@ def improving(name: str) -> bool:
 
 def run_heuristics(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1,
                    improve: bool = True, objective: Objective | None = None) -> tuple[list[Plan], dict[str, str]]:
-    """Every constructive heuristic, always (compiled, they cost about a second on 60k buffers),
-    on ``workers`` threads (the compiled kernels release the GIL); then, if ``improve``, the
+    """The constructive heuristics on ``workers`` threads (the compiled kernels release the GIL),
+    in registry order, budgeted by what they cost here: each runs while the time left covers
+    the slowest one measured so far, and every one runs while they are cheap (all together
+    within ``CHEAP`` CPU seconds: on small problems all of them, whatever the limit and the
+    load; on a million buffers as many as the limit pays for). Then, if ``improve``, the
     improving ones (hill-climb) one after the other, each on a part of ``deadline`` set by what
     the constructive ones cost: as much again, but no more than half of what is left, and at
-    least what it takes when run on its own without a limit (``IMPROVING_DEFAULT``) if that fits.
+    least what it takes when run on its own without a limit (``IMPROVING_DEFAULT``) if that
+    fits; none when that would not cover one packing.
 
     Every plan is judged by ``objective`` (default: the problem's), the one the caller optimises:
     its ``objective_value`` is what picks the warm start.
 
-    Plans come back in registry order whatever finished first. A heuristic that raises is
-    reported in the second value instead of sinking the portfolio. A deterministic deadline:
-    improving heuristics get a step budget (the result must not depend on the machine's load).
-    A cancelled deadline stops the improving ones at once.
+    Plans come back in registry order whatever finished first. A heuristic that raises, or that
+    the time did not reach, is reported in the second value instead. A deterministic deadline:
+    every constructive heuristic runs, and the improving ones get a step budget (the result must
+    not depend on the machine's load). A cancelled deadline stops the improving ones at once.
     """
     names = heuristic_names()
     if problem.concurrent:  # vector clocks: only the heuristics that handle them
@@ -48,19 +53,35 @@ def run_heuristics(problem: Problem, deadline: Deadline, seed: int = 0, workers:
     t0 = time.perf_counter()
     results: dict[str, Plan] = {}
     errors: dict[str, str] = {}
+    costs: list[float] = []  # wall seconds each took (what the time left must cover)
+    cpu: list[float] = []  # CPU seconds of each one's thread (what "cheap" means: a loaded machine slows the wall clock)
 
     def one(name: str, **budget: object) -> None:
+        t, c = time.perf_counter(), time.thread_time()
         try:
             results[name] = planners.solve(problem, name, seed=seed, objective=objective, **budget)
         except Exception as e:  # noqa: BLE001 - reported in the plan's stats
             errors[name] = f"{type(e).__name__}: {e}"
+        cpu.append(time.thread_time() - c)
+        costs.append(time.perf_counter() - t)
 
-    if workers > 1 and len(constructive) > 1:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            list(pool.map(one, constructive))
-    else:
+    def affordable(name: str) -> bool:
+        if deadline.deterministic or not deadline.limited or sum(cpu) < CHEAP:
+            return True
+        if deadline.left() >= max(costs, default=0.0):
+            return True
+        errors[name] = (f"not run: the time left ({deadline.left():.1f} s) does not cover the slowest heuristic "
+                        f"measured ({max(costs):.1f} s)")
+        return False
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        running: set[Future[None]] = set()
         for name in constructive:
-            one(name)
+            if len(running) >= max(1, workers) or (running and not costs and time.perf_counter() - t0 >= CHEAP):
+                done, running = wait(running, return_when=FIRST_COMPLETED)  # a cost to judge the next one by
+            if affordable(name):
+                running.add(pool.submit(one, name))
+        wait(running)
     cost = time.perf_counter() - t0
     for name in (n for n in names if improving(n)):
         if not improve:
@@ -71,5 +92,8 @@ def run_heuristics(problem: Problem, deadline: Deadline, seed: int = 0, workers:
             continue
         left = deadline.left()
         seconds = max(IMPROVING_DEFAULT, cost) if not deadline.limited else max(min(IMPROVING_DEFAULT, left), min(cost, left / 2))
+        if deadline.limited and sum(cpu) >= CHEAP and seconds < max(costs, default=0.0):
+            errors[name] = f"not run: its {seconds:.1f} s would not cover one packing ({max(costs):.1f} s measured)"
+            continue
         one(name, deadline=deadline.part(seconds))
     return [results[n] for n in names if n in results], errors
