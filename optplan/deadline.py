@@ -7,7 +7,9 @@ time to an end fixed when the deadline (or part) was made. In deterministic mode
 nodes, CP-SAT: its deterministic time, hill-climb: steps): the answer then depends on the
 instance, the seed and the limit, never on the machine's load. A part charges its parents too.
 ``cancel()`` (a signal handler, on any thread) makes every part of the tree expired at once and
-runs the hooks that running solvers registered to stop themselves.
+runs the hooks that running solvers registered to stop themselves. ``halt()`` does the same for
+one part and the parts cut from it (members of a portfolio racing on a part: the first proof
+stops the others), leaving the rest of the tree running.
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ class Deadline:
             self.seconds = min(self.seconds, parent.left())
         self.end = time.perf_counter() + self.seconds  # wall-clock mode
         self.spent = 0.0  # deterministic mode: deterministic seconds spent here and in parts
+        self.halted = False  # halt(): this part and its parts are over
         if parent is None:
             self.reason: str | None = None  # why it was cancelled (e.g. "interrupted")
-            self.hooks: list[Callable[[], None]] = []
+            self.hooks: list[tuple[Deadline, Callable[[], None]]] = []  # (the part it stops with, hook)
             self.lock = threading.Lock()
 
     @property
@@ -47,11 +50,26 @@ class Deadline:
 
     def left(self) -> float:
         """Seconds left (deterministic: deterministic seconds); ``inf`` without a limit, 0 once cancelled."""
-        if self.root.reason is not None:
+        if self.root.reason is not None or self._halted():
             return 0.0
         if self.deterministic:
             return max(self.seconds - self.spent, 0.0)
         return max(self.end - time.perf_counter(), 0.0) if self.limited else math.inf
+
+    def _halted(self) -> bool:
+        node: Deadline | None = self
+        while node is not None:
+            if node.halted:
+                return True
+            node = node.parent
+        return False
+
+    def _within(self, part: Deadline) -> bool:
+        """This deadline is ``part`` or was cut from it."""
+        node: Deadline | None = self
+        while node is not None and node is not part:
+            node = node.parent
+        return node is part
 
     def seconds_left(self) -> float | None:
         """``left()`` as the float-or-None seconds of APIs that take no Deadline (the vector-clock
@@ -83,21 +101,34 @@ class Deadline:
             if root.reason is not None:
                 return
             root.reason = reason
-            hooks = list(root.hooks)
+            hooks = [hook for _, hook in root.hooks]
+        for hook in hooks:
+            hook()
+
+    def halt(self) -> None:
+        """Expire this part and its parts, and stop the solvers registered under them (any thread)."""
+        root = self.root
+        with root.lock:
+            if self.halted:
+                return
+            self.halted = True
+            hooks = [hook for node, hook in root.hooks if node._within(self)]
         for hook in hooks:
             hook()
 
     @contextmanager
     def on_cancel(self, hook: Callable[[], None]) -> Iterator[None]:
-        """Run ``hook`` (e.g. a solver's stop) if the deadline is cancelled while inside the block."""
+        """Run ``hook`` (e.g. a solver's stop) if the deadline is cancelled, or a part it was cut
+        from halted, while inside the block."""
         root = self.root
+        entry = (self, hook)
         with root.lock:
-            root.hooks.append(hook)
-            now = root.reason is not None
+            root.hooks.append(entry)
+            now = root.reason is not None or self._halted()
         if now:
             hook()
         try:
             yield
         finally:
             with root.lock:
-                root.hooks.remove(hook)
+                root.hooks.remove(entry)

@@ -11,19 +11,25 @@ solver that does not return to Python until it is told to stop.
 terminal's Ctrl-C does not reach it behind our back and one ``killpg`` takes all it started; it
 is stopped at the deadline (SIGINT first: CBC then reports its best solution), killed
 ``grace`` seconds later, and killed whenever this process leaves.
+
+``fork_member``: a portfolio member (a Python function) in a forked process of its own group,
+racing the members of this process. It runs on a copy of its Deadline: cancelling or halting
+the original stops the copy (a shared flag), so a signal here stops it and it returns its best
+answer; it ignores the terminal's signals itself, and leaves when this process dies.
 """
 
 from __future__ import annotations
 
 import atexit
+import multiprocessing as mp
 import os
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import IO
+from typing import IO, Any
 
 from optplan.deadline import Deadline
 
@@ -78,6 +84,101 @@ def run_child(args: Sequence[str], deadline: Deadline, grace: float = 1.0, stop:
             proc.wait()
         with _lock:
             _groups.discard(proc.pid)
+
+
+class Member:
+    """A function running in a forked process (``fork_member``); ``result()`` waits for its value."""
+
+    def __init__(self, target: Callable[[Deadline], Any], deadline: Deadline, grace: float) -> None:
+        ctx = mp.get_context("fork")
+        self.flag = ctx.RawValue("b", 0)
+        self.deadline, self.grace = deadline, grace
+        recv, send = ctx.Pipe(duplex=False)
+        self.recv = recv
+        self.proc = ctx.Process(target=_member_main, args=(target, deadline, self.flag, send, os.getpid()), daemon=True)
+        self.proc.start()
+        send.close()
+        self.pid: int = self.proc.pid  # type: ignore[assignment]  # (started: not None)
+        try:
+            os.setpgid(self.pid, self.pid)  # (the child does it too: whichever runs first)
+        except OSError:
+            pass
+        with _lock:
+            _groups.add(self.pid)
+        self._hook = deadline.on_cancel(self.stop)
+        self._hook.__enter__()
+
+    def stop(self) -> None:
+        """Ask the member to stop and return what it has."""
+        self.flag.value = 1
+
+    def result(self) -> Any:
+        """The member's return value; None if it died or raised (then ``error`` says why). It is
+        killed when it outlives its deadline by ``grace`` seconds."""
+        self.error: str | None = None
+        value = None
+        try:
+            while not self.recv.poll(0.05):
+                if not self.proc.is_alive() or (self.deadline.left() <= 0 and self._late()):
+                    break
+            if self.recv.poll(0):
+                kind, value = self.recv.recv()
+                if kind == "error":
+                    self.error, value = value, None
+            else:
+                self.error = "the member's process ended without an answer"
+        except (EOFError, OSError) as e:
+            self.error = f"the member's process ended without an answer ({type(e).__name__})"
+        finally:
+            self._hook.__exit__(None, None, None)
+            if self.proc.is_alive():
+                _signal_group(self.pid, signal.SIGKILL)
+            self.proc.join()
+            with _lock:
+                _groups.discard(self.pid)
+            self.recv.close()
+        return value
+
+    def _late(self) -> bool:
+        self.stop()
+        if not hasattr(self, "_over_since"):
+            self._over_since = time.perf_counter()
+        return time.perf_counter() - self._over_since > self.grace
+
+
+def fork_member(target: Callable[[Deadline], Any], deadline: Deadline, grace: float = 2.0) -> Member:
+    """Start ``target(copy of deadline)`` in a forked process (see the module's docstring)."""
+    return Member(target, deadline, grace)
+
+
+def _member_main(target: Callable[[Deadline], Any], deadline: Deadline, flag: Any, send: Any, parent: int) -> None:
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
+    signal.set_wakeup_fd(-1)  # the parent's signal pipe is the parent's
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent hears the terminal and stops us by the flag
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    with _lock:
+        _groups.clear()  # the parent's children are the parent's to kill
+    root = deadline.root
+    root.hooks, root.lock = [], threading.Lock()  # the parent's solvers are not here; its lock may be held
+
+    def watch() -> None:
+        while True:
+            if flag.value:
+                deadline.cancel("stopped by the portfolio")
+                return
+            if os.getppid() != parent:  # orphaned: nobody waits for the answer
+                os._exit(1)
+            time.sleep(0.05)
+
+    threading.Thread(target=watch, daemon=True, name="optplan-member-watch").start()
+    try:
+        send.send(("ok", target(deadline)))
+    except BaseException as e:  # noqa: BLE001 - reported to the parent, which keeps going without us
+        send.send(("error", f"{type(e).__name__}: {e}"))
+    send.close()
 
 
 def _signal_group(group: int, sig: int) -> None:

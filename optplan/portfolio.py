@@ -15,8 +15,10 @@ units fixed) while time is left. The merged plan goes back through the registry'
 from __future__ import annotations
 
 import functools
+import multiprocessing as mp
 import os
 import random
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -26,6 +28,8 @@ import numpy as np
 from optplan import planners
 from optplan.deadline import Deadline
 from optplan.heuristics.run import run_heuristics
+from optplan.incumbent import Incumbent
+from optplan.lifecycle import fork_member
 from optplan.objective import Goal, Objective
 from optplan.plan import Placement, Plan, Status, peaks
 from optplan.planners import Result, planner
@@ -369,13 +373,18 @@ def _alone(part: Part, memory: str, ks: list[int]) -> Problem:
 def _solve_part(part: Part, clock: Deadline, settings: Settings, objective: Objective,
                 incumbent: list[Choice] | None, seed: int, report: Callable[[Result], None],
                 goal: dict[str, int] | None, proven: dict[str, int]) -> Result:
-    """``solve_part``'s stages; ``proven`` receives the search members' per-memory bounds (bytes)."""
-    left = clock.left
+    """``solve_part``'s members on one shared ``Incumbent``: the search engine (single-memory
+    parts) and CP-SAT until it stalls, then LNS. With several workers on a wall clock they race
+    (``_race``): the search in a process of its own, the others here, the first proof or a plan
+    at ``goal`` stops the rest. Otherwise (one worker, or a deterministic deadline: one process,
+    repeatable) one after the other, the search first on ``SEARCH_SHARE`` of the time.
+    ``proven`` receives the search's per-memory bounds (bytes)."""
     stats: dict[str, object] = {}
     if incumbent is not None and objective.optimizes and at_floor(objective, part, incumbent):
         return part_result(part, None, incumbent, True, False, None, "", stats)
     if not objective.optimizes and incumbent is not None:
         return part_result(part, None, incumbent, False, False, None, "", stats)
+    inc = Incumbent(part, objective, incumbent, report)
 
     def reached(choices: list[Choice] | None) -> bool:
         return goal is not None and choices is not None and all(
@@ -383,91 +392,181 @@ def _solve_part(part: Part, clock: Deadline, settings: Settings, objective: Obje
 
     if reached(incumbent):
         return part_result(part, None, incumbent, False, False, None, "", stats)
+    members = _search_members(part, clock, settings)
+    if members and _can_race(settings, clock):
+        return _race(part, clock, settings, objective, inc, seed, goal, proven, members, reached, stats)
+    for name in members:
+        plan = _run_search(name, part, clock.share(SEARCH_SHARE), settings.workers, objective, seed, goal, stats)
+        verdict = _take_search(plan, name, part, inc, proven, reached, stats)
+        if verdict is not None:
+            return verdict
+    exact = _exact(part, clock, settings, objective, inc, seed, reached, stats)
+    return exact.result(part, inc, stats)
 
-    # 1. the exact search engine (issue 5) where registered, for single-memory parts
-    for name in SEARCH_MEMBERS:
-        if name not in planners.names() or len(part.memories) != 1:
-            continue
-        if (len(part.units) > SEARCH_MAX_UNITS and clock.limited
-                and left() * SEARCH_SHARE < SEARCH_SECONDS_PER_UNIT * len(part.units)):
-            continue
-        try:  # its work counts against this part's deadline (deterministic mode too)
-            plan = planners.solve(part.sub_problem, name, deadline=clock.share(SEARCH_SHARE),
-                                  seed=seed, objective=objective, workers=settings.workers,
-                                  goal=None if goal is None else {m: v * part.scale for m, v in goal.items()})
-        except Exception as e:  # noqa: BLE001 - a failing member must not sink the portfolio; reported
-            stats[f"{name}_error"] = f"{type(e).__name__}: {e}"
-            continue
-        stats[f"{name}_status"] = plan.status.value
-        for m, v in plan.lower_bound.items():
-            proven[m] = max(proven.get(m, 0), v)
-        if plan.status == Status.INFEASIBLE:
-            return Result(None, proven_infeasible=True, message=plan.message, stats=stats)
-        if plan.found:
-            mine = settle(part, plan.placements)
-            if mine is not None and (incumbent is None or _better(objective, part, mine, incumbent)):
-                incumbent = mine
-            if plan.status == Status.OPTIMAL and mine is not None:
-                return part_result(part, None, mine, True, False, None, "", stats)
-            if reached(incumbent):
-                return part_result(part, None, incumbent, False, False, None, "", stats)
 
+def _search_members(part: Part, clock: Deadline, settings: Settings) -> list[str]:
+    """The registered exact search engines that take this part (one memory; a large part only
+    when its time covers the search's set-up and first dives)."""
+    if len(part.memories) != 1:
+        return []
+    share = 1.0 if _can_race(settings, clock) else SEARCH_SHARE
+    if (len(part.units) > SEARCH_MAX_UNITS and clock.limited
+            and clock.left() * share < SEARCH_SECONDS_PER_UNIT * len(part.units)):
+        return []
+    return [name for name in SEARCH_MEMBERS if name in planners.names()]
+
+
+def _can_race(settings: Settings, clock: Deadline) -> bool:
+    return settings.workers > 1 and not clock.deterministic and "fork" in mp.get_all_start_methods()
+
+
+def _run_search(name: str, part: Part, clock: Deadline, workers: int, objective: Objective, seed: int,
+                goal: dict[str, int] | None, stats: dict[str, object]) -> Plan | None:
+    """The search engine on the part (its work counts against ``clock``, deterministic mode too);
+    None if it failed (reported in ``stats``: a failing member must not sink the portfolio)."""
+    try:
+        return planners.solve(part.sub_problem, name, deadline=clock, seed=seed, objective=objective, workers=workers,
+                              goal=None if goal is None else {m: v * part.scale for m, v in goal.items()})
+    except Exception as e:  # noqa: BLE001 - reported
+        stats[f"{name}_error"] = f"{type(e).__name__}: {e}"
+        return None
+
+
+def _take_search(plan: Plan | None, name: str, part: Part, inc: Incumbent, proven: dict[str, int],
+                 reached: Callable[[list[Choice] | None], bool], stats: dict[str, object]) -> Result | None:
+    """Offer the search's plan and keep its bounds; the part's answer if that settles it."""
+    if plan is None:
+        return None
+    stats[f"{name}_status"] = plan.status.value
+    for m, v in plan.lower_bound.items():
+        proven[m] = max(proven.get(m, 0), v)
+    if plan.status == Status.INFEASIBLE:
+        return Result(None, proven_infeasible=True, message=plan.message, stats=stats)
+    if not plan.found:
+        return None
+    mine = settle(part, plan.placements)
+    inc.offer(mine, name)
+    best, _ = inc.get()
+    if plan.status == Status.OPTIMAL and mine is not None:
+        return part_result(part, None, best, True, False, None, "", stats)
+    if reached(best) or not inc.objective.optimizes:
+        return part_result(part, None, best, False, False, None, "", stats)
+    return None
+
+
+def _race(part: Part, clock: Deadline, settings: Settings, objective: Objective, inc: Incumbent, seed: int,
+          goal: dict[str, int] | None, proven: dict[str, int], members: list[str],
+          reached: Callable[[list[Choice] | None], bool], stats: dict[str, object]) -> Result:
+    """The search engine in a forked process beside CP-SAT and LNS here, on the whole part's
+    time and half the workers each; whichever settles the part first halts the other. A plan
+    the search returns enters the incumbent that LNS reads before each move."""
+    name = members[0]
+    mine = max(1, settings.workers // 2)
+    searching, exact_clock = clock.part(None), clock.part(None)
+    caps = None if goal is None else {m: v * part.scale for m, v in goal.items()}
+    member = fork_member(lambda d: planners.solve(part.sub_problem, name, deadline=d, seed=seed, objective=objective,
+                                                  workers=mine, goal=caps), searching)
+    verdict: list[Result | None] = [None]
+
+    def wait() -> None:
+        plan = member.result()
+        if member.error:
+            stats[f"{name}_error"] = member.error
+        verdict[0] = _take_search(plan, name, part, inc, proven, reached, stats)
+        if verdict[0] is not None:
+            exact_clock.halt()
+
+    watcher = threading.Thread(target=wait, daemon=True, name=f"optplan-{name}")
+    watcher.start()
+    exact = _exact(part, exact_clock, replace(settings, workers=max(1, settings.workers - mine)), objective, inc,
+                   seed, reached, stats)
+    if exact.settled:
+        searching.halt()
+    watcher.join()
+    if verdict[0] is not None:
+        return verdict[0] if verdict[0].placements is None else part_result(
+            part, None, inc.get()[0], verdict[0].proven_optimal, False, None, "", stats)
+    return exact.result(part, inc, stats)
+
+
+class _Exact:
+    """What CP-SAT and LNS concluded on a part (their plans are in the incumbent)."""
+
+    def __init__(self, pm: PartModel | None = None, optimal: bool = False, infeasible: bool = False,
+                 bound: int | None = None, message: str = "") -> None:
+        self.pm, self.optimal, self.infeasible, self.bound, self.message = pm, optimal, infeasible, bound, message
+
+    @property
+    def settled(self) -> bool:
+        return self.optimal or self.infeasible
+
+    def result(self, part: Part, inc: Incumbent, stats: dict[str, object]) -> Result:
+        best, _ = inc.get()
+        if self.infeasible and best is None:
+            return Result(None, proven_infeasible=True, message="CP-SAT proved that no plan fits the capacities", stats=stats)
+        if best is None:
+            return Result(None, message=self.message or "no plan found", stats=stats)
+        return part_result(part, self.pm, best, self.optimal, False, self.bound, self.message, stats)
+
+
+def _exact(part: Part, clock: Deadline, settings: Settings, objective: Objective, inc: Incumbent, seed: int,
+           reached: Callable[[list[Choice] | None], bool], stats: dict[str, object]) -> _Exact:
+    """CP-SAT on the whole part, warm-started from the incumbent, until it stalls; then LNS while
+    time is left, and CP-SAT once more if LNS improved the plan. Parts too large for the full
+    model get LNS only. Stops early at a proof, a plan at the goal, or a halt."""
+    left = clock.left
+    incumbent, _ = inc.get()
+    if reached(incumbent):
+        return _Exact(message=stop_reason(clock))
     if len(part.units) > FULL_MODEL_MAX_UNITS:  # too large for the full model: LNS only
         if incumbent is None:
-            return Result(None, message="no plan found for a part too large for the full model", stats=stats)
-        incumbent, lns_stats = lns(part, incumbent, settings, objective, clock, seed, report, goal=reached)
-        stats.update(lns_stats)
-        return part_result(part, None, incumbent, False, False, None, stop_reason(clock), stats)
-
-    # 2. CP-SAT on the whole part, warm-started, until it stalls
+            return _Exact(message="no plan found for a part too large for the full model")
+        stats.update(lns(part, inc, settings, objective, clock, seed, goal=reached))
+        return _Exact(message=stop_reason(clock))
     # only a plan at least as good is of interest; per memory that holds for one memory only
     single = incumbent is not None and objective.optimizes and len(part.memories) == 1
     ceiling = part_peaks(part, incumbent) if single else None
     try:
         pm = PartModel(part, objective, ceiling=ceiling)
     except OverflowError as e:
-        if incumbent is not None:
-            return part_result(part, None, incumbent, False, False, None, str(e), stats)
-        return Result(None, message=str(e), stats=stats)
+        return _Exact(message=str(e))
     if incumbent is not None:
         pm.hint(dict(enumerate(incumbent)))
 
     def relay(choices, value, bound):
         if choices is not None:
-            report(part_result(part, pm, [c for _, c in sorted(choices.items())], False, False, bound))
+            inc.offer([c for _, c in sorted(choices.items())], "cpsat")
 
-    stall = max(2.0, 0.2 * left()) if clock.limited else None
+    # stop on a stall only with a plan to improve: a model still looking for its first plan is not stalled
+    stall = max(2.0, 0.2 * left()) if clock.limited and objective.optimizes and incumbent is not None else None
     # deterministic runs cannot stop on a stall (wall-clock): they give the full model half
     out = run(pm, settings, clock.share(0.5) if clock.deterministic else clock, relay, stall=stall)
     stats["cpsat_status"] = out.status
-    if out.choices is None and out.infeasible and ceiling is None:
-        return Result(None, proven_infeasible=True, message="CP-SAT proved that no plan fits the capacities", stats=stats)
-    if out.choices is not None and (incumbent is None or _better(objective, part, out.choices, incumbent)):
-        incumbent = out.choices
-    if incumbent is None:
-        return Result(None, message=f"no plan found: {stop_reason(clock)}", stats=stats)
-    best_bound = out.bound
-    if out.optimal or not objective.optimizes or reached(incumbent):
-        return part_result(part, pm, incumbent, out.optimal, False, best_bound, "", stats)
-
-    # 3. large-neighbourhood search around the peak while time is left
+    inc.offer(out.choices, "cpsat")
+    if out.infeasible and ceiling is None:
+        return _Exact(pm, infeasible=True)
+    if inc.get()[0] is None:
+        return _Exact(message=f"no plan found: {stop_reason(clock)}")
+    if out.optimal or not objective.optimizes or reached(inc.get()[0]):
+        return _Exact(pm, out.optimal, bound=out.bound)
     if not clock.limited:  # without a limit the full model ran to its proof
-        return part_result(part, pm, incumbent, False, False, best_bound, "", stats)
-    incumbent, lns_stats = lns(part, incumbent, settings, objective, clock, seed, report, goal=reached)
+        return _Exact(pm, bound=out.bound)
+    lns_stats = lns(part, inc, settings, objective, clock, seed, goal=reached)
     stats.update(lns_stats)
+    best_bound = out.bound
+    incumbent, _ = inc.get()
     if left() > 1.0 and lns_stats.get("lns_improved") and not reached(incumbent):
         # with a better hint, the full model may now close the gap
-        ceiling = part_peaks(part, incumbent) if len(part.memories) == 1 else None
+        ceiling = part_peaks(part, incumbent) if len(part.memories) == 1 else None  # type: ignore[arg-type]
         pm = PartModel(part, objective, ceiling=ceiling)
-        pm.hint(dict(enumerate(incumbent)))
+        pm.hint(dict(enumerate(incumbent)))  # type: ignore[arg-type]
         out = run(pm, settings, clock, relay)
         stats["cpsat_final_status"] = out.status
-        if out.choices is not None and _better(objective, part, out.choices, incumbent):
-            incumbent = out.choices
+        inc.offer(out.choices, "cpsat")
         if out.optimal:
-            return part_result(part, pm, incumbent, True, False, out.bound, "", stats)
+            return _Exact(pm, True, bound=out.bound)
         best_bound = max(best_bound or 0, out.bound or 0) or None
-    return part_result(part, pm, incumbent, False, False, best_bound, stop_reason(clock), stats)
+    return _Exact(pm, bound=best_bound, message=stop_reason(clock))
 
 
 def _better(objective: Objective, part: Part, a: list[Choice], b: list[Choice]) -> bool:
@@ -475,49 +574,37 @@ def _better(objective: Objective, part: Part, a: list[Choice], b: list[Choice]) 
     return part_value(objective, part, a) < part_value(objective, part, b)
 
 
-def lns(part: Part, incumbent: list[Choice], settings: Settings, objective: Objective,
-        clock: Deadline, seed: int, report: Callable[[Result], None],
-        goal: Callable[[list[Choice]], bool] = lambda c: False) -> tuple[list[Choice], dict]:
-    """Free the units alive around a unit at the peak (or the highest units: a band below the
-    peak), re-solve with the rest fixed; repeat.
+def lns(part: Part, inc: Incumbent, settings: Settings, objective: Objective, clock: Deadline, seed: int,
+        goal: Callable[[list[Choice]], bool] = lambda c: False) -> dict[str, int]:
+    """Free some units near a unit at the peak, re-solve them with CP-SAT around the others, keep
+    the move if it helps; repeat, each move from the incumbent as it is then (other members may
+    have replaced it). Odd moves free the highest units anywhere (a long thin unit on top needs
+    room at all times), even ones the highest units nearest in time to the peak unit.
 
+    Single memory: only units in a band of addresses below the peak are freed, and only the
+    units reaching into the band are obstacles (a floor keeps the freed ones in it), so a move
+    stays small on parts of tens of thousands of units with thousands alive at once; the band
+    and the number freed grow while moves are solved quickly and shrink on timeouts.
     A move is kept when the freed region's highest top goes down without any peak going up, so
     the number of units at the peak shrinks until the peak itself drops.
     """
     rng = random.Random(seed)
     left = clock.left
     w = objective_weights(part.problem)
-    units = part.scaled
-    n = len(units)
-    starts = np.array([u.start for u in units], np.int64)
-    ends = np.array([u.end for u in units], np.int64)
-    size = min(n, 40)  # units freed per move; grows when moves are solved fast, shrinks on timeouts
+    hood = _Neighbourhood(part)
+    size = min(hood.n, 40)  # units freed per move
+    band = 0.05  # single memory: height of the band, as a fraction of the peak
     iters = improved = 0
-    cur = list(incumbent)
-    while left() > 0.5 and n > 1 and not goal(cur):
-        peak = part_peaks(part, cur)
-        tops = [cur[i][1] + units[i].top for i in range(n)]
-        at_peak = [i for i in range(n) if tops[i] >= peak[cur[i][0]] and peak[cur[i][0]] > part.lower[cur[i][0]]]
-        if not at_peak:
+    while left() > 0.5 and hood.n > 1:
+        cur, version = inc.get()
+        if cur is None or goal(cur):
             break
-        center = units[rng.choice(at_peak)]
-        if iters % 2:  # a band: the highest units anywhere (a long thin unit on top needs room at all times)
-            near = sorted(range(n), key=lambda i: (-tops[i], rng.random()))
-        else:  # a window: the highest units alive with the peak unit first, then the nearest in time
-            near = sorted(range(n), key=lambda i: (max(units[i].start - center.end, center.start - units[i].end, 0),
-                                                   -tops[i], rng.random()))
-        free = sorted(near[:size])
-        touch = np.zeros(n, bool)  # units alive together with some freed unit: they stay as obstacles
-        for i in free:
-            touch |= (starts < units[i].end) & (units[i].start < ends)
-        touch[free] = False
-        fixed = {int(i): cur[i] for i in np.flatnonzero(touch)}
-        region_top: dict[str, int] = {}
-        for i in free:
-            m = cur[i][0]
-            region_top[m] = max(region_top.get(m, 0), tops[i])
+        move = hood.pick(cur, rng, size, band if len(part.memories) == 1 else None, iters % 2 == 1)
+        if move is None:
+            break
+        free, fixed, floor, peak, region_top = move
         pm = PartModel(part, objective if objective.optimizes else Objective(), active=free, fixed=fixed,
-                       ceiling=peak, fixed_count=False)
+                       ceiling=peak, fixed_count=False, floor=floor)
         pm.hint({i: cur[i] for i in free})
         budget = clock.part(max(1.0, 0.1 * left()))
         out = run(pm, settings, budget)
@@ -529,14 +616,68 @@ def lns(part: Part, incumbent: list[Choice], settings: Settings, objective: Obje
             new_top: dict[str, int] = {}
             for i in free:
                 m = new[i][0]
-                new_top[m] = max(new_top.get(m, 0), new[i][1] + units[i].top)
+                new_top[m] = max(new_top.get(m, 0), new[i][1] + hood.units[i].top)
             gain = sum(w[m] * v for m, v in new_top.items()) < sum(w[m] * v for m, v in region_top.items())
-            if gain and not _better(objective, part, cur, new):
-                cur = new
+            if gain and inc.offer(new, "lns", ties=True, expect=version):
                 improved += 1
-                report(part_result(part, None, cur, False, False, None))
         if out.optimal:
-            size = min(n, int(size * 1.3) + 1)
+            size, band = min(hood.n, int(size * 1.3) + 1), min(1.0, band * 1.3)
         elif out.choices is None or (out.dtime if clock.deterministic else out.seconds) >= budget.seconds * 0.9:
-            size = max(8, int(size * 0.7))
-    return cur, {"lns_moves": iters, "lns_improved": improved}
+            size, band = max(8, int(size * 0.7)), max(0.002, band * 0.7)
+    return {"lns_moves": iters, "lns_improved": improved}
+
+
+class _Neighbourhood:
+    """LNS moves on a part: which units to free around a unit at the peak, which stay as obstacles."""
+
+    def __init__(self, part: Part) -> None:
+        self.part, self.units = part, part.scaled
+        self.n = len(self.units)
+        self.start = np.array([u.start for u in self.units], np.int64)
+        self.end = np.array([u.end for u in self.units], np.int64)
+        self.top = np.array([u.top for u in self.units], np.int64)
+        self.low = np.array([u.low for u in self.units], np.int64)
+        self.high = np.array([u.high for u in self.units], np.int64)
+
+    def pick(self, cur: list[Choice], rng: random.Random, size: int, band: float | None, anywhere: bool):
+        """(free, fixed, floor, peak, region top) of the next move, or None when no unit is above
+        its memory's bound. ``band``: free only units in the top ``band`` x peak addresses."""
+        names = self.part.memories
+        where = np.array([names.index(m) for m, _ in cur], np.int64) if len(names) > 1 else np.zeros(self.n, np.int64)
+        off = np.array([o for _, o in cur], np.int64)
+        tops = off + self.top
+        peaks = np.zeros(len(names), np.int64)
+        np.maximum.at(peaks, where, tops)
+        lower = np.array([self.part.lower[m] for m in names], np.int64)
+        hot = np.flatnonzero((tops >= peaks[where]) & (peaks[where] > lower[where]))
+        if not len(hot):
+            return None
+        c = int(hot[rng.randrange(len(hot))])
+        noise = np.array([rng.random() for _ in range(self.n)]) if self.n <= 4096 else \
+            np.random.default_rng(rng.getrandbits(32)).random(self.n)
+        floor = None
+        ok = np.ones(self.n, bool)
+        if band is not None:
+            y_lo = int(peaks[0] - max(1, int(band * peaks[0])))
+            ok = off + self.low >= y_lo
+            ok[c] = True
+            y_lo = min(y_lo, int(off[c] + self.low[c]))
+            floor = {names[0]: y_lo}
+        distance = np.maximum(np.maximum(self.start - self.end[c], self.start[c] - self.end), 0)
+        keys = (noise, -tops) if anywhere else (noise, -tops, distance)
+        ranked = np.lexsort(keys)
+        ranked = ranked[ok[ranked]]
+        free = np.sort(ranked[:size])
+        touch = np.zeros(self.n, bool)  # units alive together with some freed unit: obstacles
+        for i in free:
+            touch |= (self.start < self.end[i]) & (self.start[i] < self.end)
+        if floor is not None:
+            touch &= off + self.high > next(iter(floor.values()))  # below the band: out of the freed units' reach
+        touch[free] = False
+        fixed = {int(i): cur[i] for i in np.flatnonzero(touch)}
+        region_top: dict[str, int] = {}
+        for i in free:
+            m = cur[i][0]
+            region_top[m] = max(region_top.get(m, 0), int(tops[i]))
+        peak = {m: int(peaks[k]) for k, m in enumerate(names)}
+        return [int(i) for i in free], fixed, floor, peak, region_top

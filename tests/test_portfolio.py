@@ -177,3 +177,93 @@ def test_nothing_below_the_portfolio_imports_it() -> None:
             if isinstance(node, ast.ImportFrom):
                 names_ = [f"{node.module}.{a.name}" for a in node.names] + [node.module or ""]
             assert not any(n == "optplan.portfolio" or n.startswith("optplan.portfolio.") for n in names_), path
+
+
+def _slow_cpsat(halted: list):
+    """A stand-in for CP-SAT's ``run`` that finds nothing and runs until its deadline ends or a
+    member halts it (recorded in ``halted``)."""
+    import time as _time
+
+    def run(pm, settings, deadline, report=None, stall=None):
+        t0 = _time.perf_counter()
+        while deadline.left() > 0:
+            _time.sleep(0.01)
+        halted.append((deadline.left() <= 0 and deadline._halted(), _time.perf_counter() - t0))
+        return Outcome(None, status="UNKNOWN")
+    return run
+
+
+def test_members_race_and_the_first_answer_is_shared(monkeypatch) -> None:
+    """With two workers the search member runs in its own process beside CP-SAT: its plan enters
+    the shared incumbent, is the plan auto returns, and its proof halts CP-SAT long before the
+    time limit."""
+    from optplan.planners import Result
+
+    p = Problem(tuple(Buffer(f"b{i}", 1 + (7 * i) % 5, i % 6, i % 6 + 1 + i % 4) for i in range(24)))
+    m = p.memory_names[0]
+    exact = solve(p, "cpsat", time_limit=30)
+    optimum, best = exact.peak[m], exact.placements
+    monkeypatch.setattr(planners, "_REGISTRY", dict(planners._REGISTRY))
+
+    @planners.planner("fake-search")
+    def member(problem: Problem, deadline, seed: int = 0, objective=None, workers: int = 1, goal=None) -> Result:
+        import os
+        assert os.getpid() != parent  # raced from a process of its own
+        return Result({b.id: best[b.id] for b in problem.buffers}, proven_optimal=True)
+
+    parent = __import__("os").getpid()
+    halted: list = []
+    monkeypatch.setattr(heuristics_run, "heuristic_names", lambda: ["naive"])  # a poor start: work to do
+    monkeypatch.setattr(portfolio, "SEARCH_MEMBERS", ("fake-search",))
+    monkeypatch.setattr(portfolio, "run", _slow_cpsat(halted))
+    plan = solve(p, "auto", time_limit=30, workers=2)
+    assert plan.stats["fake-search_status"] == "OPTIMAL"
+    assert plan.status == Status.OPTIMAL and plan.peak[m] == optimum
+    assert plan.placements == best
+    assert halted and halted[0][0] and halted[0][1] < 20  # CP-SAT was stopped by the search's proof
+    assert plan.seconds < 20
+
+
+def test_lns_moves_from_the_incumbent_another_member_found() -> None:
+    """LNS reads the shared incumbent before each move: a plan another member offers meanwhile
+    is where it continues from (here that plan is at the goal, so LNS stops on it)."""
+    import threading
+
+    from optplan.deadline import Deadline
+    from optplan.incumbent import Incumbent
+    from optplan.objective import Objective
+    from optplan.solvers.cpsat import Settings, part_peaks
+    from optplan.solvers.reduce import reduce, settle
+
+    p = Problem(tuple(Buffer(f"b{i}", 1 + (7 * i) % 5, i % 6, i % 6 + 1 + i % 4) for i in range(24)))
+    objective = Objective.parse(None, p)
+    part = reduce(p, objective).parts[0]
+    poor = settle(part, solve(p, "naive").placements)
+    good = settle(part, solve(p, "cpsat", time_limit=30).placements)
+    target = part_peaks(part, good)
+    inc = Incumbent(part, objective, poor)
+    offered = threading.Timer(0.5, lambda: inc.offer(good, "other"))
+    offered.start()
+    stats = portfolio.lns(part, inc, Settings(1, 0), objective, Deadline(20), 0,
+                          goal=lambda c: all(v <= target[m] for m, v in part_peaks(part, c).items()))
+    offered.join()
+    assert inc.source in ("other", "lns") and part_peaks(part, inc.get()[0]) == target
+    assert stats["lns_moves"] >= 0
+
+
+def test_incumbent_keeps_the_better_plan_and_moves_from_its_version() -> None:
+    from optplan.incumbent import Incumbent
+    from optplan.objective import Objective
+    from optplan.solvers.reduce import reduce
+
+    p = Problem((Buffer("a", 2, 0, 2), Buffer("b", 3, 1, 3)))
+    objective = Objective.parse(None, p)
+    part = reduce(p, objective).parts[0]
+    m = part.memories[0]
+    stacked, swapped, spread = [(m, 0), (m, 2)], [(m, 3), (m, 0)], [(m, 0), (m, 5)]
+    inc = Incumbent(part, objective, spread)
+    assert inc.offer(stacked, "x") and inc.get() == (stacked, 1)
+    assert not inc.offer(spread, "y")  # worse
+    assert not inc.offer(swapped, "y")  # as good: kept only as a plateau move
+    assert not inc.offer(swapped, "y", ties=True, expect=0)  # computed from an older incumbent
+    assert inc.offer(swapped, "y", ties=True, expect=1) and inc.source == "y"

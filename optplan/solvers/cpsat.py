@@ -110,11 +110,13 @@ class PartModel:
     contributes constant rectangles. ``ceiling[m]`` caps memory m's peak (e.g. the incumbent's:
     only plans at least as good are of interest). With ``fixed_count`` False the peaks only
     measure the active units (LNS: lower the freed region even where fixed units reach the peak).
+    ``floor[m]``: no byte of an active unit in memory m below it (LNS on a band of addresses: the
+    fixed units below the band need not be in the model).
     """
 
     def __init__(self, part: Part, objective: Objective | str | None = None, active: Sequence[int] | None = None,
                  fixed: dict[int, Choice] | None = None, ceiling: dict[str, int] | None = None,
-                 symmetry: bool = True, fixed_count: bool = True) -> None:
+                 symmetry: bool = True, fixed_count: bool = True, floor: dict[str, int] | None = None) -> None:
         self.part = part
         self.objective = objective = Objective.parse(objective, part.problem)
         units = part.scaled
@@ -166,6 +168,8 @@ class PartModel:
             options = [m for m in u.memories if m in mems]
             cap_hi = max(self.room[m] - u.high for m in options)
             lo = -u.low
+            if floor and len(options) == 1 and options[0] in floor:
+                lo = max(lo, floor[options[0]] - u.low)
             if u.fixed_offset is not None:
                 lo = cap_hi = u.fixed_offset
             o = model.new_int_var(lo, max(lo, cap_hi), f"o{i}")
@@ -187,6 +191,8 @@ class PartModel:
                 if m in obstacles:
                     model.add_linear_expression_in_domain(o, self._clear(u, obstacles[m], lo, max(lo, cap_hi))).only_enforce_if(enf)
                 model.add(o + u.high <= self.room[m]).only_enforce_if(enf)
+                if floor and m in floor and len(options) > 1:
+                    model.add(o + u.low >= floor[m]).only_enforce_if(enf)
                 model.add(self.peak[m] >= o + u.top).only_enforce_if(enf)
                 for a, b, y0, y1 in u.pieces:
                     if x is None:
