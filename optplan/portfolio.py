@@ -61,6 +61,7 @@ HEURISTIC_SHARE = 0.05  # deterministic mode: the share charged to the heuristic
 SEARCH_SECONDS_PER_UNIT = 1e-3
 # of a part's time where units choose memories: the staging relaxation and its selections packed exactly
 STAGING_SHARE = 0.5
+LNS_MOVE_DTIME = 0.01  # deterministic seconds an LNS move costs at least (building it, reading it back)
 
 
 def _auto_clocks(problem: Problem, best: Plan | None, objective: Objective, deadline: Deadline,
@@ -117,7 +118,8 @@ def auto(problem: Problem, deadline: Deadline, workers: int | None = None, seed:
     heur, errors = run_heuristics(problem, _heuristics_part(work), seed, workers, improve=objective.optimizes,
                                   objective=objective)
     best = min(heur, key=_value) if heur else None
-    stats: dict[str, object] = {"heuristics": {p.planner: p.objective_value for p in heur}}
+    stats: dict[str, object] = {"heuristics": {p.planner: p.objective_value for p in heur},
+                                "heuristics_seconds": {p.planner: round(p.seconds, 2) for p in heur}}
     if errors:
         stats["heuristics_not_run"] = errors
     if best is not None and best.found:
@@ -608,6 +610,7 @@ def lns(part: Part, inc: Incumbent, settings: Settings, objective: Objective, cl
         pm.hint({i: cur[i] for i in free})
         budget = clock.part(max(1.0, 0.1 * left()))
         out = run(pm, settings, budget)
+        budget.spend(max(0.0, LNS_MOVE_DTIME - out.dtime))  # deterministic: a small model's solve is not all a move costs
         iters += 1
         if out.choices is not None:
             new = list(cur)
