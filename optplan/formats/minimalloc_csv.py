@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from operator import attrgetter
 
 import numpy as np
 
@@ -162,10 +163,11 @@ def plan_to_csv(problem: Problem, plan: Plan) -> str:
     if len(problem.memories) != 1 or problem.concurrent:
         raise FormatError("a MiniMalloc CSV plan holds one memory and scalar lifetimes; write the plan as .json")
     cols = problem.columns
-    if cols.plain and not any(c in i for i in cols.ids for c in ',"\r\n'):  # nothing to quote: in bulk
-        offsets = [plan.placements[i].offset for i in cols.ids]
-        rows = zip(cols.ids, cols.start.tolist(), cols.end.tolist(), cols.size.tolist(), offsets)
-        return "id,lower,upper,size,offset\n" + "".join(f"{i},{s},{e},{z},{o}\n" for i, s, e, z, o in rows)
+    joined = "\n".join(cols.ids)
+    if cols.plain and not any(c in joined for c in ',"\r') and joined.count("\n") == len(cols.ids) - 1:  # nothing to quote
+        offsets = map(attrgetter("offset"), map(plan.placements.__getitem__, cols.ids))
+        rows = map("{},{},{},{},{}\n".format, cols.ids, cols.start.tolist(), cols.end.tolist(), cols.size.tolist(), offsets)
+        return "id,lower,upper,size,offset\n" + "".join(rows)
     gaps = any(b.gaps for b in problem.buffers)
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
