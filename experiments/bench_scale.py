@@ -2,7 +2,7 @@
 
     python experiments/bench_scale.py speed FILE...            # per constructive heuristic
     python experiments/bench_scale.py scale FILE... [--time-limit 60] [--read-only N]
-    python experiments/bench_scale.py feasible FILE --capacity C  # auto vs search, feasibility mode
+    python experiments/bench_scale.py feasible FILE... --capacity C  # search, CP-SAT and auto, feasibility mode
 
 ``speed``: CPU seconds of each heuristic's planner function (lower bound and validation
 excluded), with the compiled packer and with the reference ``Packer`` it is tested against.
@@ -121,15 +121,26 @@ def scale(args: argparse.Namespace) -> None:
 
 
 def feasible(args: argparse.Namespace) -> None:
-    problem = read_problem(args.file).with_capacity(args.capacity)
-    planners.solve(problem, "search", objective="feasible", time_limit=5)  # compile / load once
-    print(f"{os.path.basename(args.file)} at capacity {args.capacity}, feasibility mode, wall seconds\n")
-    print("| planner | seconds | status |")
-    print("| --- | --- | --- |")
-    for name in ("search", "auto", "search", "auto"):
-        t0 = time.perf_counter()
-        plan = planners.solve(problem, name, objective="feasible", time_limit=args.time_limit)
-        print(f"| {name} | {time.perf_counter() - t0:.2f} | {plan.status.value} |", flush=True)
+    """Each file at the capacity in feasibility mode: search, CP-SAT and auto (which races the
+    two), wall seconds in one run, twice each."""
+    print(f"feasibility mode at capacity {args.capacity}, --time-limit {args.time_limit:g}, wall seconds; "
+          f"load average at start {os.getloadavg()[0]:.1f}\n")
+    print("| instance | search | cpsat | auto | auto - search |")
+    print("| --- | --- | --- | --- | --- |")
+    for f in args.files:
+        problem = read_problem(f).with_capacity(args.capacity)
+        planners.solve(problem, "search", objective="feasible", time_limit=5)  # compile / load once
+        cells: dict[str, list[str]] = {}
+        seconds: dict[str, list[float]] = {}
+        for name in ("search", "cpsat", "auto") * 2:
+            t0 = time.perf_counter()
+            plan = planners.solve(problem, name, objective="feasible", time_limit=args.time_limit)
+            t = time.perf_counter() - t0
+            seconds.setdefault(name, []).append(t if plan.found else float("inf"))
+            cells.setdefault(name, []).append(f"{t:.2f}" + ("" if plan.found else f" {plan.status.value}"))
+        diff = [a - s for a, s in zip(seconds["auto"], seconds["search"])]
+        print(f"| {os.path.basename(f)} | " + " | ".join(", ".join(cells[n]) for n in ("search", "cpsat", "auto"))
+              + " | " + ", ".join(f"{d:+.2f}" for d in diff) + " |", flush=True)
 
 
 def main() -> None:
@@ -146,7 +157,7 @@ def main() -> None:
     s.add_argument("--time-limit", type=float, default=60.0)
     s.add_argument("--read-only", nargs="*", help="files only read (not planned)")
     s = sub.add_parser("feasible")
-    s.add_argument("file")
+    s.add_argument("files", nargs="+")
     s.add_argument("--capacity", type=int, required=True)
     s.add_argument("--time-limit", type=float, default=60.0)
     args = ap.parse_args()

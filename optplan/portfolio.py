@@ -61,6 +61,7 @@ HEURISTIC_SHARE = 0.05  # deterministic mode: the share charged to the heuristic
 SEARCH_SECONDS_PER_UNIT = 1e-3
 # of a part's time where units choose memories: the staging relaxation and its selections packed exactly
 STAGING_SHARE = 0.5
+LNS_FREE, LNS_BAND = 40, 0.05  # units freed by the first move, and the height of its band (fraction of the peak)
 LNS_MOVE_DTIME = 0.01  # deterministic seconds an LNS move costs at least (building it, reading it back)
 
 
@@ -594,8 +595,8 @@ def lns(part: Part, inc: Incumbent, settings: Settings, objective: Objective, cl
     left = clock.left
     w = objective_weights(part.problem)
     hood = _Neighbourhood(part)
-    size = min(hood.n, 40)  # units freed per move
-    band = 0.05  # single memory: height of the band, as a fraction of the peak
+    size = min(hood.n, LNS_FREE)  # units freed per move
+    band = LNS_BAND  # single memory: height of the band, as a fraction of the peak
     iters = improved = 0
     while left() > 0.5 and hood.n > 1:
         cur, version = inc.get()
