@@ -1,4 +1,4 @@
-"""The greedy packer of ``packer.py`` compiled with numba: same placements, ~20-50x faster.
+"""The greedy packer of ``packer.py`` compiled with numba: same placements, much faster.
 
 ``packer.Packer`` is the readable reference; this module does exactly what ``greedy`` does with
 it (the tests compare them plan for plan on random problems with hypothesis) for the whole
@@ -6,19 +6,28 @@ constraint model: several memories tried fastest first, alignment (per-memory mo
 fixed offsets, relative placements (units with several members and a low edge), gaps (units
 with several pieces), capacities, and the three policies.
 
-The time index is the reference's segment tree over elementary time slots. Each tree node keeps
-the union of the byte ranges stored there as a sorted list of disjoint, non-touching ranges in
-one shared arena (a node's block is moved to the arena's end, twice as large, when it fills).
-A rectangle goes into ``own`` of its canonical nodes and into ``sub`` of those and of every node
-on the root paths of its first and last slot (all of which it intersects). A query reads
-``sub`` of its canonical nodes and ``own`` of the nodes on the root paths of its first and last
-slot: every rectangle met intersects the query, and every rectangle that does is met (one lying
-inside the query sits under a canonical node; one reaching outside it covers an end slot).
+The time index differs from the reference's (same answers, less to read). A placed rectangle
+over the elementary time slots ``[a, b)`` meets a query's slots ``[l, r)`` iff it covers slot
+``l`` or starts inside ``(l, r)``, so each memory keeps two trees over the slots:
+
+* ``stab`` (fan-out ``STAB_FANOUT``): a rectangle goes into its canonical nodes; the ones
+  covering slot ``l`` are those stored on ``l``'s path to the root, a handful of nodes. With a
+  binary tree they were spread over ~17 nodes per path, each a fragment of what is alive
+  there, and reading them dominated.
+* ``start`` (fan-out ``START_FANOUT``): a rectangle goes into every node on its first slot's
+  path; the ones starting in ``(l, r)`` are read at that range's canonical nodes.
+
+Each node keeps the union of the byte ranges stored there as a sorted list of disjoint,
+non-touching ranges in one shared arena (pairs ``lo, hi``; a node's block moves to the arena's
+end, twice as large, when it fills). A query turns the lists it reads into runs of forbidden
+root offsets; first fit walks the runs side by side up to the lowest gap, the other policies
+merge them into one sorted list first.
 """
 
 from __future__ import annotations
 
 import weakref
+from functools import lru_cache
 
 import numpy as np
 from numba import njit
@@ -28,95 +37,167 @@ from optplan.problem import Problem, Unit, gc_paused
 
 _POLICY = {"first": 0, "best": 1, "heap": 2}
 _NONE = np.iinfo(np.int64).max  # no capacity / nothing found
+STAB_FANOUT, START_FANOUT = 16, 4  # measured on S_1-shaped instances of 28k-62k buffers
+_MAX_IDS = 512  # lists one piece's query reads: far more than both trees' depths need
+
+
+@lru_cache(maxsize=64)
+def _layout(slots: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Where each level of the two trees over ``slots`` leaves starts among a memory's stores,
+    each level's fan-out (the root's is a dummy 2), and the stores per memory."""
+    out: list[np.ndarray] = []
+    first = 0
+    for fanout in (STAB_FANOUT, START_FANOUT):
+        offsets, fans, width = [], [], slots
+        while True:
+            offsets.append(first)
+            first += width
+            if width == 1:
+                fans.append(2)
+                break
+            fans.append(fanout)
+            width = -(-width // fanout)
+        out += [np.array(offsets, np.int64), np.array(fans, np.int64)]
+    return out[0], out[1], out[2], out[3], first
 
 
 @njit(cache=True)
-def _grow(lo: np.ndarray, hi: np.ndarray, need: int) -> tuple[np.ndarray, np.ndarray]:
-    if need <= len(lo):
-        return lo, hi
-    size = max(2 * len(lo), need)
-    nlo, nhi = np.empty(size, np.int64), np.empty(size, np.int64)
-    nlo[:len(lo)] = lo
-    nhi[:len(hi)] = hi
-    return nlo, nhi
+def _room(ar: np.ndarray, need: int) -> np.ndarray:
+    """The arena with room for ``need`` ranges (doubled when short)."""
+    if 2 * need <= len(ar):
+        return ar
+    bigger = np.empty(max(2 * len(ar), 2 * need), np.int64)
+    bigger[:len(ar)] = ar
+    return bigger
 
 
-@njit(cache=True)
-def _insert(s, y0, y1, meta, lo, hi, used):
+@njit(cache=True, inline="always")
+def _insert(s, y0, y1, meta, ar, used):
     """Add ``[y0, y1)`` to the union kept at store ``s``; returns the (maybe moved) arena."""
     n = meta[3 * s + 1]
     if meta[3 * s + 2] == 0:
-        lo, hi = _grow(lo, hi, used + 4)
+        ar = _room(ar, used + 4)
         meta[3 * s], meta[3 * s + 2] = used, 4
         used += 4
     base = meta[3 * s]
     a, b = 0, n
     while a < b:  # first range reaching y0 (touching ranges merge)
         mid = (a + b) >> 1
-        if hi[base + mid] < y0:
+        if ar[2 * (base + mid) + 1] < y0:
             a = mid + 1
         else:
             b = mid
-    i = a
-    j = i
-    while j < n and lo[base + j] <= y1:
+    i = j = a
+    while j < n and ar[2 * (base + j)] <= y1:
         j += 1
     nlo, nhi = y0, y1
     if j > i:
-        nlo, nhi = min(lo[base + i], y0), max(hi[base + j - 1], y1)
+        nlo, nhi = min(ar[2 * (base + i)], y0), max(ar[2 * (base + j) - 1], y1)
     size = n - (j - i) + 1
     if size > meta[3 * s + 2]:  # move the block to the arena's end, twice as large
         c = 2 * meta[3 * s + 2]
-        lo, hi = _grow(lo, hi, used + c)
-        lo[used:used + n] = lo[base:base + n]
-        hi[used:used + n] = hi[base:base + n]
+        ar = _room(ar, used + c)
+        ar[2 * used:2 * (used + n)] = ar[2 * base:2 * (base + n)]
         meta[3 * s], meta[3 * s + 2] = used, c
         base = used
         used += c
-    shift = 1 - (j - i)
-    if shift > 0:
-        for k in range(n - 1, j - 1, -1):
-            lo[base + k + shift] = lo[base + k]
-            hi[base + k + shift] = hi[base + k]
-    elif shift < 0:
-        for k in range(j, n):
-            lo[base + k + shift] = lo[base + k]
-            hi[base + k + shift] = hi[base + k]
-    lo[base + i] = nlo
-    hi[base + i] = nhi
+    if j - i != 1:  # shift the tail by one range less than it merged
+        d = 2 * (1 - (j - i))
+        if d > 0:
+            for k in range(2 * (base + n) - 1, 2 * (base + j) - 1, -1):
+                ar[k + d] = ar[k]
+        else:
+            for k in range(2 * (base + j), 2 * (base + n)):
+                ar[k + d] = ar[k]
+    ar[2 * (base + i)] = nlo
+    ar[2 * (base + i) + 1] = nhi
     meta[3 * s + 1] = size
-    return lo, hi, used
+    return ar, used
+
+
+@njit(cache=True, inline="always")
+def _lists(base, so, sf, to, tf, l, r, ids):
+    """The stores a query for slots ``[l, r)`` reads: the stab path of slot ``l`` and the start
+    tree's canonical nodes of ``(l, r)``; their count (ids in ``ids``)."""
+    k = 0
+    j = l
+    for lv in range(len(so)):
+        ids[k] = base + so[lv] + j
+        k += 1
+        j //= sf[lv]
+    a, b, lv = l + 1, r, 0
+    while a < b:
+        f = tf[lv]
+        while a < b and a % f:
+            ids[k] = base + to[lv] + a
+            k += 1
+            a += 1
+        while a < b and b % f:
+            b -= 1
+            ids[k] = base + to[lv] + b
+            k += 1
+        a //= f
+        b //= f
+        lv += 1
+    return k
 
 
 @njit(cache=True)
-def _collect(s, py0, py1, low_edge, meta, lo, hi, flo, fhi, cnt):
-    """Root offsets forbidden by the ranges at store ``s`` for a piece ``[py0, py1)``: one run
-    sorted by both ends (the ranges there are sorted and disjoint)."""
-    base = meta[3 * s]
-    for k in range(meta[3 * s + 1]):
-        f1 = hi[base + k] - py0 - 1
-        if f1 >= low_edge:
-            if cnt == len(flo):
-                flo, fhi = _grow(flo, fhi, 2 * cnt)
-            flo[cnt] = lo[base + k] - py1 + 1
-            fhi[cnt] = f1
-            cnt += 1
-    return flo, fhi, cnt
+def _store(base, so, sf, to, tf, l, r, y0, y1, meta, ar, used):
+    """Index the rectangle slots ``[l, r)`` x bytes ``[y0, y1)``: at its canonical nodes in the
+    stab tree, on its first slot's path in the start tree."""
+    a, b, lv = l, r, 0
+    while a < b:
+        f = sf[lv]
+        while a < b and a % f:
+            ar, used = _insert(base + so[lv] + a, y0, y1, meta, ar, used)
+            a += 1
+        while a < b and b % f:
+            b -= 1
+            ar, used = _insert(base + so[lv] + b, y0, y1, meta, ar, used)
+        a //= f
+        b //= f
+        lv += 1
+    j = l
+    for lv in range(len(to)):
+        ar, used = _insert(base + to[lv] + j, y0, y1, meta, ar, used)
+        j //= tf[lv]
+    return ar, used
 
 
 @njit(cache=True)
-def _run(s, py0, py1, low_edge, meta, lo, hi, flo, fhi, cnt, runs, nruns):
-    """``_collect`` as one more run in ``runs`` (start offsets; ``runs[nruns]`` is the end)."""
-    start = cnt
-    flo, fhi, cnt = _collect(s, py0, py1, low_edge, meta, lo, hi, flo, fhi, cnt)
-    if cnt > start:
-        if nruns + 2 > len(runs):
-            bigger = np.zeros(2 * len(runs), np.int64)
-            bigger[:len(runs)] = runs
-            runs = bigger
-        runs[nruns] = start
-        nruns += 1
-        runs[nruns] = cnt
+def _gather(ids, k, py0, py1, low_edge, meta, ar, flo, fhi, cnt, runs, nruns):
+    """Append, one sorted run per store in ``ids[:k]``, the root offsets its ranges forbid to a
+    piece ``[py0, py1)`` (collision iff y0 - py1 < o < y1 - py0), those reaching ``low_edge``."""
+    need = cnt
+    for q in range(k):
+        need += meta[3 * ids[q] + 1]
+    if need > len(flo):
+        c = max(2 * len(flo), need)
+        bigger = np.empty(c, np.int64)
+        bigger[:cnt] = flo[:cnt]
+        flo = bigger
+        bigger = np.empty(c, np.int64)
+        bigger[:cnt] = fhi[:cnt]
+        fhi = bigger
+    if nruns + k + 1 > len(runs):
+        bigger = np.zeros(2 * (nruns + k + 1), np.int64)
+        bigger[:nruns + 1] = runs[:nruns + 1]
+        runs = bigger
+    for q in range(k):
+        s = ids[q]
+        start = cnt
+        b = 2 * meta[3 * s]
+        for x in range(b, b + 2 * meta[3 * s + 1], 2):
+            f1 = ar[x + 1] - py0 - 1
+            if f1 >= low_edge:
+                flo[cnt] = ar[x] - py1 + 1
+                fhi[cnt] = f1
+                cnt += 1
+        if cnt > start:
+            runs[nruns] = start
+            nruns += 1
+            runs[nruns] = cnt
     return flo, fhi, cnt, runs, nruns
 
 
@@ -126,7 +207,7 @@ def _union(flo, fhi, runs, nruns, tlo, thi):
     disjoint ranges (overlapping or adjacent ranges coalesce); returns it and its length.
     Cheaper than sorting: the runs come sorted, and coalescing shrinks every pass."""
     if len(tlo) < runs[nruns]:
-        tlo, thi = _grow(tlo, thi, runs[nruns])
+        tlo, thi = np.empty(runs[nruns], np.int64), np.empty(runs[nruns], np.int64)
     while nruns > 1:
         out = 0
         k = 0
@@ -195,117 +276,120 @@ def _choose(flo, fhi, cnt, low_edge, limit, m, r, policy, heap_top, fixed):
 
 
 @njit(cache=True)
-def _query(base, size, l, r, py0, py1, low_edge, meta, lo, hi, flo, fhi, cnt, runs, nruns):
-    """Add the runs of root offsets forbidden for a piece ``[py0, py1)`` over slots ``[l, r)``
-    in the tree at ``base`` (``sub`` of canonical nodes, ``own`` on both end slots' paths)."""
-    a, b = l + size, r + size
-    while a < b:
-        if a & 1:
-            flo, fhi, cnt, runs, nruns = _run(base + 2 * a + 1, py0, py1, low_edge, meta, lo, hi, flo, fhi, cnt, runs, nruns)
-            a += 1
-        if b & 1:
-            b -= 1
-            flo, fhi, cnt, runs, nruns = _run(base + 2 * b + 1, py0, py1, low_edge, meta, lo, hi, flo, fhi, cnt, runs, nruns)
-        a >>= 1
-        b >>= 1
-    x, y = l + size, r - 1 + size
-    while x >= 1:
-        flo, fhi, cnt, runs, nruns = _run(base + 2 * x, py0, py1, low_edge, meta, lo, hi, flo, fhi, cnt, runs, nruns)
-        if y != x:
-            flo, fhi, cnt, runs, nruns = _run(base + 2 * y, py0, py1, low_edge, meta, lo, hi, flo, fhi, cnt, runs, nruns)
-        x >>= 1
-        y >>= 1
-    return flo, fhi, cnt, runs, nruns
+def _first(flo, fhi, runs, nruns, low_edge, limit, m, r, ptr):
+    """``_choose`` for first fit without merging the runs: they are walked side by side only up
+    to the lowest gap that takes the unit (usually far below the top of what they hold)."""
+    for k in range(nruns):
+        ptr[k] = runs[k]
+    free = low_edge
+    while True:
+        moved = True
+        while moved:  # raise ``free`` past every range starting at or below it
+            moved = False
+            for k in range(nruns):
+                i, end = ptr[k], runs[k + 1]
+                if i < end and flo[i] <= free:
+                    while i < end and flo[i] <= free:
+                        free = max(free, fhi[i] + 1)
+                        i += 1
+                    ptr[k] = i
+                    moved = True
+        if free > limit:
+            return _NONE
+        nxt = _NONE  # the gap [free, nxt - 1]
+        for k in range(nruns):
+            if ptr[k] < runs[k + 1]:
+                nxt = min(nxt, flo[ptr[k]])
+        o = free + (r - free) % m
+        if o <= min(nxt - 1, limit):
+            return o
+        if nxt == _NONE:
+            return _NONE
+        free = nxt
 
 
 @njit(cache=True)
-def _add(base, size, l, r, y0, y1, meta, lo, hi, used):
-    """Store the rectangle slots ``[l, r)`` x bytes ``[y0, y1)`` in the tree at ``base``."""
-    a, b = l + size, r + size
-    while a < b:
-        if a & 1:
-            lo, hi, used = _insert(base + 2 * a, y0, y1, meta, lo, hi, used)
-            lo, hi, used = _insert(base + 2 * a + 1, y0, y1, meta, lo, hi, used)
-            a += 1
-        if b & 1:
-            b -= 1
-            lo, hi, used = _insert(base + 2 * b, y0, y1, meta, lo, hi, used)
-            lo, hi, used = _insert(base + 2 * b + 1, y0, y1, meta, lo, hi, used)
-        a >>= 1
-        b >>= 1
-    x, y = l + size, r - 1 + size
-    while x >= 1:
-        lo, hi, used = _insert(base + 2 * x + 1, y0, y1, meta, lo, hi, used)
-        if y != x:
-            lo, hi, used = _insert(base + 2 * y + 1, y0, y1, meta, lo, hi, used)
-        x >>= 1
-        y >>= 1
-    return lo, hi, used
+def _fit(base, so, sf, to, tf, u, p_ptr, p_l, p_r, p_y0, p_y1, low_edge, limit, m, r, policy, heap_top, fixed,
+         meta, ar, sc, ids):
+    """The root offset for unit ``u`` in the memory whose stores start at ``base``, or _NONE."""
+    flo, fhi, tlo, thi, runs = sc[0], sc[1], sc[2], sc[3], sc[4]
+    cnt = nruns = 0
+    runs[0] = 0
+    for p in range(p_ptr[u], p_ptr[u + 1]):
+        k = _lists(base, so, sf, to, tf, p_l[p], p_r[p], ids)
+        flo, fhi, cnt, runs, nruns = _gather(ids, k, p_y0[p], p_y1[p], low_edge, meta, ar, flo, fhi, cnt, runs, nruns)
+    if len(tlo) < len(runs):
+        tlo = np.empty(len(runs), np.int64)
+    if policy == 0 and fixed == _NONE:
+        o = _first(flo, fhi, runs, nruns, low_edge, limit, m, r, tlo)
+    else:
+        if nruns > 1:
+            flo, fhi, tlo, thi = _union(flo, fhi, runs, nruns, tlo, thi)
+            cnt = runs[1]
+        o = _choose(flo, fhi, cnt, low_edge, limit, m, r, policy, heap_top, fixed)
+    sc[0], sc[1], sc[2], sc[3], sc[4] = flo, fhi, tlo, thi, runs
+    return o
+
+
+@njit(cache=True)
+def _scratch():
+    return [np.empty(4096, np.int64) for _ in range(5)]
 
 
 @njit(cache=True, nogil=True)  # threads of the portfolio run heuristics side by side
-def _pack(order, size, n_mem, p_ptr, p_l, p_r, p_y0, p_y1, low, high, top, fixed,
-          m_ptr, m_mem, m_mod, m_res, capacity, policy):
-    """Place units in ``order``; returns (offset, memory index) per unit and the failed unit or -1."""
+def _pack(order, so, sf, to, tf, stores, n_mem, p_ptr, p_l, p_r, p_y0, p_y1, low, high, top, fixed,
+          m_ptr, m_mem, m_mod, m_res, capacity, policy, only, skip):
+    """Place units in ``order``; returns (offset, memory index) per unit and the failed unit or -1.
+    ``only`` >= 0: that memory alone; ``skip``: a unit that fits nowhere is left out (-1), not fatal."""
     n = len(low)
     off = np.full(n, -1, np.int64)
     where = np.full(n, -1, np.int64)
-    nodes = 2 * size
-    meta = np.zeros(n_mem * 2 * nodes * 3, np.int64)  # per store: arena start, length, capacity
-    lo, hi, used = np.empty(1 << 16, np.int64), np.empty(1 << 16, np.int64), 0
+    meta = np.zeros(n_mem * stores * 3, np.int64)  # per store: arena start, length, capacity
+    ar, used = np.empty(1 << 17, np.int64), 0
     heap = np.zeros(n_mem, np.int64)
-    flo, fhi = np.empty(1024, np.int64), np.empty(1024, np.int64)
-    tlo, thi = np.empty(1024, np.int64), np.empty(1024, np.int64)
-    runs = np.zeros(1024, np.int64)
+    sc = _scratch()
+    ids = np.empty(_MAX_IDS, np.int64)
     for u in order:
         for k in range(m_ptr[u], m_ptr[u + 1]):
             mem = m_mem[k]
-            base = mem * 2 * nodes  # node x: own at base + 2x, sub at base + 2x + 1 (adjacent)
+            if only >= 0 and mem != only:
+                continue
             limit = _NONE if capacity[mem] < 0 else capacity[mem] - high[u]
             if limit != _NONE and (limit < -low[u] or (fixed[u] != _NONE and fixed[u] > limit)):
                 continue
-            cnt = nruns = 0
-            for p in range(p_ptr[u], p_ptr[u + 1]):
-                flo, fhi, cnt, runs, nruns = _query(base, size, p_l[p], p_r[p], p_y0[p], p_y1[p], -low[u],
-                                                    meta, lo, hi, flo, fhi, cnt, runs, nruns)
-            if nruns > 1:
-                flo, fhi, tlo, thi = _union(flo, fhi, runs, nruns, tlo, thi)
-                cnt = runs[1]
-            o = _choose(flo, fhi, cnt, -low[u], limit, m_mod[k], m_res[k], policy,
-                        heap[mem] - high[u], fixed[u])
+            base = mem * stores
+            o = _fit(base, so, sf, to, tf, u, p_ptr, p_l, p_r, p_y0, p_y1, -low[u], limit, m_mod[k], m_res[k], policy,
+                     heap[mem] - high[u], fixed[u], meta, ar, sc, ids)
             if o == _NONE:
                 continue
             off[u], where[u] = o, mem
             for p in range(p_ptr[u], p_ptr[u + 1]):
-                lo, hi, used = _add(base, size, p_l[p], p_r[p], o + p_y0[p], o + p_y1[p], meta, lo, hi, used)
+                ar, used = _store(base, so, sf, to, tf, p_l[p], p_r[p], o + p_y0[p], o + p_y1[p], meta, ar, used)
             if p_ptr[u + 1] > p_ptr[u]:
                 heap[mem] = max(heap[mem], o + top[u])
             break
-        if off[u] < 0:
+        if off[u] < 0 and not skip:
             return off, where, u
     return off, where, -1
 
 
 @njit(cache=True)
-def _reuse(base, size, band, u, obj_base, obj_size, nobj, m, r, p_ptr, p_l, p_r, low, high,
-           meta, lo, hi, scratch):
+def _reuse(base, so, sf, to, tf, band, u, obj_base, obj_size, nobj, m, r, p_ptr, p_l, p_r, low, high,
+           meta, ar, sc, ids):
     """``banked_greedy._Bank.reuse``: the root offset of unit ``u`` inside an existing object
-    of the bank whose tree is at ``base``, or _NONE."""
+    of the bank whose stores start at ``base``, or _NONE."""
     if nobj == 0:
         return _NONE
-    flo, fhi, tlo, thi, runs = scratch[0], scratch[1], scratch[2], scratch[3], scratch[4]
+    flo, fhi, runs = sc[0], sc[1], sc[4]
     cnt = nruns = 0
     for p in range(p_ptr[u], p_ptr[u + 1]):  # raw byte ranges: piece [0, 1) gives [y0, y1 - 1]
-        flo, fhi, cnt, runs, nruns = _query(base, size, p_l[p], p_r[p], 0, 1, -_NONE, meta, lo, hi,
-                                            flo, fhi, cnt, runs, nruns)
-    if nruns > 1:
-        flo, fhi, tlo, thi = _union(flo, fhi, runs, nruns, tlo, thi)
-        cnt = runs[1]
-    scratch[0], scratch[1], scratch[2], scratch[3], scratch[4] = flo, fhi, tlo, thi, runs
+        k = _lists(base, so, sf, to, tf, p_l[p], p_r[p], ids)
+        flo, fhi, cnt, runs, nruns = _gather(ids, k, 0, 1, -_NONE, meta, ar, flo, fhi, cnt, runs, nruns)
     reach = np.zeros(nobj, np.int64)  # highest byte alive with u, relative to the object; 0: idle
-    for q in range(cnt):
+    for q in range(cnt):  # no union needed: per-object maxima
         k = flo[q] // band
         reach[k] = max(reach[k], fhi[q] + 1 - k * band)
+    sc[0], sc[1], sc[4] = flo, fhi, runs
     for k in range(nobj):  # 1) the first idle object large enough: offset 0 in it
         if reach[k] == 0 and obj_size[k] >= high[u] - low[u] and (obj_base[k] - low[u] - r) % m == 0:
             return obj_base[k] - low[u]
@@ -319,20 +403,20 @@ def _reuse(base, size, band, u, obj_base, obj_size, nobj, m, r, p_ptr, p_l, p_r,
 
 
 @njit(cache=True, nogil=True)
-def _banked(order, size, n_mem, band, p_ptr, p_l, p_r, p_y0, p_y1, low, high, m_ptr, m_mem, m_mod,
-            m_res, capacity):
+def _banked(order, so, sf, to, tf, stores, n_mem, band, p_ptr, p_l, p_r, p_y0, p_y1, low, high, m_ptr, m_mem,
+            m_mod, m_res, capacity):
     """``banked_greedy`` without pinned units: (offset, memory index) per unit, failed unit or -1."""
     n = len(low)
     off = np.full(n, -1, np.int64)
     where = np.full(n, -1, np.int64)
-    nodes = 2 * size
-    meta = np.zeros(n_mem * 2 * nodes * 3, np.int64)
-    lo, hi, used = np.empty(1 << 16, np.int64), np.empty(1 << 16, np.int64), 0
+    meta = np.zeros(n_mem * stores * 3, np.int64)
+    ar, used = np.empty(1 << 17, np.int64), 0
     obj_base = np.zeros((n_mem, n + 1), np.int64)
     obj_size = np.zeros((n_mem, n + 1), np.int64)
     nobj = np.zeros(n_mem, np.int64)
     cursor = np.zeros(n_mem, np.int64)
-    scratch = [np.empty(1024, np.int64) for _ in range(5)]
+    sc = _scratch()
+    ids = np.empty(_MAX_IDS, np.int64)
     for u in order:
         for k in range(m_ptr[u], m_ptr[u + 1]):
             mem, m, r = m_mem[k], m_mod[k], m_res[k]
@@ -343,9 +427,9 @@ def _banked(order, size, n_mem, band, p_ptr, p_l, p_r, p_y0, p_y1, low, high, m_
                     off[u], where[u] = lowest, mem
                     break
                 continue
-            base = mem * 2 * nodes
-            root = _reuse(base, size, band, u, obj_base[mem], obj_size[mem], nobj[mem], m, r, p_ptr, p_l,
-                          p_r, low, high, meta, lo, hi, scratch)
+            base = mem * stores
+            root = _reuse(base, so, sf, to, tf, band, u, obj_base[mem], obj_size[mem], nobj[mem], m, r, p_ptr, p_l,
+                          p_r, low, high, meta, ar, sc, ids)
             if root == _NONE:  # a new object, if the bank has room for it
                 x = max(cursor[mem] - low[u], -low[u])
                 root = x + (r - x) % m
@@ -357,8 +441,8 @@ def _banked(order, size, n_mem, band, p_ptr, p_l, p_r, p_y0, p_y1, low, high, m_
             j = np.searchsorted(obj_base[mem, :nobj[mem]], root + low[u], side="right") - 1
             shift = j * band - obj_base[mem, j]
             for p in range(p_ptr[u], p_ptr[u + 1]):
-                lo, hi, used = _add(base, size, p_l[p], p_r[p], root + p_y0[p] + shift,
-                                    root + p_y1[p] + shift, meta, lo, hi, used)
+                ar, used = _store(base, so, sf, to, tf, p_l[p], p_r[p], root + p_y0[p] + shift,
+                                  root + p_y1[p] + shift, meta, ar, used)
             off[u], where[u] = root, mem
             break
         if off[u] < 0:
@@ -373,7 +457,7 @@ def banked(problem: Problem) -> tuple[np.ndarray, np.ndarray, Unit | None, np.nd
     height = a.high - a.low
     order = np.lexsort((-np.arange(len(units)), -height)).astype(np.int64)  # (-height, -i)
     band = 2 * int(height.max(initial=0)) + 1
-    off, where, failed, nobj = _banked(order, a.size, len(a.names), band, a.p_ptr, a.p_l, a.p_r, a.p_y0,
+    off, where, failed, nobj = _banked(order, *_layout(a.size), len(a.names), band, a.p_ptr, a.p_l, a.p_r, a.p_y0,
                                        a.p_y1, a.low, a.high, a.m_ptr, a.m_mem, a.m_mod, a.m_res, a.capacity)
     return off, where, None if failed < 0 else units[failed], nobj
 
@@ -467,14 +551,17 @@ def arrays(problem: Problem) -> Arrays:
     return a
 
 
-def pack(problem: Problem, order: list[Unit], policy: str) -> tuple[np.ndarray, np.ndarray, Unit | None]:
+def pack(problem: Problem, order: list[Unit], policy: str, memory: str | None = None,
+         skip: bool = False) -> tuple[np.ndarray, np.ndarray, Unit | None]:
     """Offsets and memory indices per unit (problem order) after placing ``order``; the unit that
-    found no room (its and later units' entries are -1), or None."""
+    found no room (its and later units' entries are -1), or None. ``memory``: place in that one
+    only; ``skip``: a unit that finds no room is left out (-1) and the rest still placed."""
     a = arrays(problem)
     idx = np.fromiter((a.index[id(u)] for u in order), np.int64, len(order))
-    off, where, failed = _pack(idx, a.size, len(a.names), a.p_ptr, a.p_l, a.p_r, a.p_y0, a.p_y1, a.low,
+    only = -1 if memory is None else a.names.index(memory)
+    off, where, failed = _pack(idx, *_layout(a.size), len(a.names), a.p_ptr, a.p_l, a.p_r, a.p_y0, a.p_y1, a.low,
                                a.high, a.top, a.fixed, a.m_ptr, a.m_mem, a.m_mod, a.m_res, a.capacity,
-                               _POLICY[policy])
+                               _POLICY[policy], only, skip)
     return off, where, None if failed < 0 else problem.units[failed]
 
 
