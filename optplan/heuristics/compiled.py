@@ -116,10 +116,9 @@ def _insert(s, y0, y1, meta, ar, used):
 
 
 @njit(cache=True, inline="always")
-def _lists(base, so, sf, to, tf, l, r, ids):
-    """The stores a query for slots ``[l, r)`` reads: the stab path of slot ``l`` and the start
-    tree's canonical nodes of ``(l, r)``; their count (ids in ``ids``)."""
-    k = 0
+def _lists(base, so, sf, to, tf, l, r, ids, k):
+    """Append to ``ids[k:]`` the stores a query for slots ``[l, r)`` reads: the stab path of slot
+    ``l`` and the start tree's canonical nodes of ``(l, r)``; returns the new end."""
     j = l
     for lv in range(len(so)):
         ids[k] = base + so[lv] + j
@@ -276,30 +275,40 @@ def _choose(flo, fhi, cnt, low_edge, limit, m, r, policy, heap_top, fixed):
 
 
 @njit(cache=True)
-def _first(flo, fhi, runs, nruns, low_edge, limit, m, r, ptr):
-    """``_choose`` for first fit without merging the runs: they are walked side by side only up
-    to the lowest gap that takes the unit (usually far below the top of what they hold)."""
-    for k in range(nruns):
-        ptr[k] = runs[k]
+def _walk(ids, q0, q1, k, low_edge, limit, m, r, meta, ar, ptr, end):
+    """``_choose`` for first fit straight off the stores ``ids[:k]`` (a piece ``[q0, q1)`` each):
+    their lists are walked side by side only up to the lowest gap that takes the unit, usually
+    far below the top of what they hold, without copying or merging them."""
+    for q in range(k):
+        s = ids[q]
+        b, n = meta[3 * s], meta[3 * s + 1]
+        lo, hi = 0, n  # skip the ranges wholly below low_edge (hi - q0 - 1 < low_edge)
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if ar[2 * (b + mid) + 1] - q0[q] - 1 < low_edge:
+                lo = mid + 1
+            else:
+                hi = mid
+        ptr[q], end[q] = b + lo, b + n
     free = low_edge
     while True:
         moved = True
         while moved:  # raise ``free`` past every range starting at or below it
             moved = False
-            for k in range(nruns):
-                i, end = ptr[k], runs[k + 1]
-                if i < end and flo[i] <= free:
-                    while i < end and flo[i] <= free:
-                        free = max(free, fhi[i] + 1)
+            for q in range(k):
+                i, e, d0, d1 = ptr[q], end[q], q0[q] + 1, q1[q] - 1
+                if i < e and ar[2 * i] - d1 <= free:
+                    while i < e and ar[2 * i] - d1 <= free:
+                        free = max(free, ar[2 * i + 1] - d0 + 1)
                         i += 1
-                    ptr[k] = i
+                    ptr[q] = i
                     moved = True
         if free > limit:
             return _NONE
         nxt = _NONE  # the gap [free, nxt - 1]
-        for k in range(nruns):
-            if ptr[k] < runs[k + 1]:
-                nxt = min(nxt, flo[ptr[k]])
+        for q in range(k):
+            if ptr[q] < end[q]:
+                nxt = min(nxt, ar[2 * ptr[q]] - q1[q] + 1)
         o = free + (r - free) % m
         if o <= min(nxt - 1, limit):
             return o
@@ -312,28 +321,32 @@ def _first(flo, fhi, runs, nruns, low_edge, limit, m, r, ptr):
 def _fit(base, so, sf, to, tf, u, p_ptr, p_l, p_r, p_y0, p_y1, low_edge, limit, m, r, policy, heap_top, fixed,
          meta, ar, sc, ids):
     """The root offset for unit ``u`` in the memory whose stores start at ``base``, or _NONE."""
+    if policy == 0 and fixed == _NONE:
+        q0, q1, ptr, end = sc[5], sc[6], sc[7], sc[8]
+        k = 0
+        for p in range(p_ptr[u], p_ptr[u + 1]):
+            k0 = k
+            k = _lists(base, so, sf, to, tf, p_l[p], p_r[p], ids, k)
+            q0[k0:k] = p_y0[p]
+            q1[k0:k] = p_y1[p]
+        return _walk(ids, q0, q1, k, low_edge, limit, m, r, meta, ar, ptr, end)
     flo, fhi, tlo, thi, runs = sc[0], sc[1], sc[2], sc[3], sc[4]
     cnt = nruns = 0
     runs[0] = 0
     for p in range(p_ptr[u], p_ptr[u + 1]):
-        k = _lists(base, so, sf, to, tf, p_l[p], p_r[p], ids)
+        k = _lists(base, so, sf, to, tf, p_l[p], p_r[p], ids, 0)
         flo, fhi, cnt, runs, nruns = _gather(ids, k, p_y0[p], p_y1[p], low_edge, meta, ar, flo, fhi, cnt, runs, nruns)
-    if len(tlo) < len(runs):
-        tlo = np.empty(len(runs), np.int64)
-    if policy == 0 and fixed == _NONE:
-        o = _first(flo, fhi, runs, nruns, low_edge, limit, m, r, tlo)
-    else:
-        if nruns > 1:
-            flo, fhi, tlo, thi = _union(flo, fhi, runs, nruns, tlo, thi)
-            cnt = runs[1]
-        o = _choose(flo, fhi, cnt, low_edge, limit, m, r, policy, heap_top, fixed)
+    if nruns > 1:
+        flo, fhi, tlo, thi = _union(flo, fhi, runs, nruns, tlo, thi)
+        cnt = runs[1]
     sc[0], sc[1], sc[2], sc[3], sc[4] = flo, fhi, tlo, thi, runs
-    return o
+    return _choose(flo, fhi, cnt, low_edge, limit, m, r, policy, heap_top, fixed)
 
 
 @njit(cache=True)
 def _scratch():
-    return [np.empty(4096, np.int64) for _ in range(5)]
+    """Growable buffers of a query (0-4: runs and their union) and per-store ones (5-8)."""
+    return [np.empty(4096 if i < 5 else _MAX_IDS, np.int64) for i in range(9)]
 
 
 @njit(cache=True, nogil=True)  # threads of the portfolio run heuristics side by side
@@ -374,42 +387,65 @@ def _pack(order, so, sf, to, tf, stores, n_mem, p_ptr, p_l, p_r, p_y0, p_y1, low
 
 
 @njit(cache=True)
-def _reuse(base, so, sf, to, tf, band, u, obj_base, obj_size, nobj, m, r, p_ptr, p_l, p_r, low, high,
-           meta, ar, sc, ids):
-    """``banked_greedy._Bank.reuse``: the root offset of unit ``u`` inside an existing object
-    of the bank whose stores start at ``base``, or _NONE."""
-    if nobj == 0:
-        return _NONE
+def _idle(base, so, sf, to, tf, u, obj_base, obj_size, nobj, m, r, p_ptr, p_l, p_r, low, high, meta, ar, sc, ids):
+    """The first object (creation order) with nobody alive with ``u`` that holds it at offset 0
+    (large enough, aligned), or -1: the lowest free ids in the object-id index at ``base``."""
+    q0, q1, ptr, end = sc[5], sc[6], sc[7], sc[8]
+    k = 0
+    for p in range(p_ptr[u], p_ptr[u + 1]):  # object j is the range [j, j + 1): forbids "offset" j
+        k = _lists(base, so, sf, to, tf, p_l[p], p_r[p], ids, k)
+    q0[:k] = 0
+    q1[:k] = 1
+    j = 0
+    while True:
+        j = _walk(ids, q0, q1, k, j, nobj - 1, 1, 0, meta, ar, ptr, end)
+        if j == _NONE:
+            return -1
+        if obj_size[j] >= high[u] - low[u] and (obj_base[j] - low[u] - r) % m == 0:
+            return j
+        j += 1
+
+
+@njit(cache=True)
+def _above(base, so, sf, to, tf, band, u, obj_base, obj_size, m, r, p_ptr, p_l, p_r, low, high,
+           meta, ar, sc, ids, reach, busy):
+    """The root offset of ``u`` in the first busy object (creation order) with room above what is
+    alive in it with ``u``, from the byte index at ``base`` (object k's buffers at ``k * band``
+    plus their offset in it), or _NONE. ``reach``: zeros on entry and on exit."""
     flo, fhi, runs = sc[0], sc[1], sc[4]
-    cnt = nruns = 0
+    k = 0
     for p in range(p_ptr[u], p_ptr[u + 1]):  # raw byte ranges: piece [0, 1) gives [y0, y1 - 1]
-        k = _lists(base, so, sf, to, tf, p_l[p], p_r[p], ids)
-        flo, fhi, cnt, runs, nruns = _gather(ids, k, 0, 1, -_NONE, meta, ar, flo, fhi, cnt, runs, nruns)
-    reach = np.zeros(nobj, np.int64)  # highest byte alive with u, relative to the object; 0: idle
-    for q in range(cnt):  # no union needed: per-object maxima
-        k = flo[q] // band
-        reach[k] = max(reach[k], fhi[q] + 1 - k * band)
+        k = _lists(base, so, sf, to, tf, p_l[p], p_r[p], ids, k)
+    flo, fhi, cnt, runs, nruns = _gather(ids, k, 0, 1, -_NONE, meta, ar, flo, fhi, 0, runs, 0)
     sc[0], sc[1], sc[4] = flo, fhi, runs
-    for k in range(nobj):  # 1) the first idle object large enough: offset 0 in it
-        if reach[k] == 0 and obj_size[k] >= high[u] - low[u] and (obj_base[k] - low[u] - r) % m == 0:
-            return obj_base[k] - low[u]
-    for k in range(nobj):  # 2) the first busy object with room above what is alive in it
-        if reach[k] > 0:
-            x = obj_base[k] + reach[k] - low[u]
-            root = x + (r - x) % m
-            if root + high[u] <= obj_base[k] + obj_size[k]:
-                return root
-    return _NONE
+    nb = 0
+    for q in range(cnt):  # highest byte alive with u per object, relative to it (> 0: busy)
+        k = flo[q] // band
+        if reach[k] == 0:
+            busy[nb] = k
+            nb += 1
+        reach[k] = max(reach[k], fhi[q] + 1 - k * band)
+    root, first = _NONE, _NONE
+    for q in range(nb):  # the busy object of least index with room
+        k = busy[q]
+        x = obj_base[k] + reach[k] - low[u]
+        o = x + (r - x) % m
+        if k < first and o + high[u] <= obj_base[k] + obj_size[k]:
+            root, first = o, k
+        reach[k] = 0
+    return root
 
 
 @njit(cache=True, nogil=True)
 def _banked(order, so, sf, to, tf, stores, n_mem, band, p_ptr, p_l, p_r, p_y0, p_y1, low, high, m_ptr, m_mem,
             m_mod, m_res, capacity):
-    """``banked_greedy`` without pinned units: (offset, memory index) per unit, failed unit or -1."""
+    """``banked_greedy`` without pinned units: (offset, memory index) per unit, failed unit or -1.
+    Each bank keeps two indexes: object ids (which objects are idle) and bytes in object bands
+    (how high the busy ones are filled)."""
     n = len(low)
     off = np.full(n, -1, np.int64)
     where = np.full(n, -1, np.int64)
-    meta = np.zeros(n_mem * stores * 3, np.int64)
+    meta = np.zeros(2 * n_mem * stores * 3, np.int64)  # byte index of memory i at i, id index at n_mem + i
     ar, used = np.empty(1 << 17, np.int64), 0
     obj_base = np.zeros((n_mem, n + 1), np.int64)
     obj_size = np.zeros((n_mem, n + 1), np.int64)
@@ -417,6 +453,7 @@ def _banked(order, so, sf, to, tf, stores, n_mem, band, p_ptr, p_l, p_r, p_y0, p
     cursor = np.zeros(n_mem, np.int64)
     sc = _scratch()
     ids = np.empty(_MAX_IDS, np.int64)
+    reach, busy = np.zeros(n + 1, np.int64), np.empty(n + 1, np.int64)
     for u in order:
         for k in range(m_ptr[u], m_ptr[u + 1]):
             mem, m, r = m_mem[k], m_mod[k], m_res[k]
@@ -427,9 +464,15 @@ def _banked(order, so, sf, to, tf, stores, n_mem, band, p_ptr, p_l, p_r, p_y0, p
                     off[u], where[u] = lowest, mem
                     break
                 continue
-            base = mem * stores
-            root = _reuse(base, so, sf, to, tf, band, u, obj_base[mem], obj_size[mem], nobj[mem], m, r, p_ptr, p_l,
-                          p_r, low, high, meta, ar, sc, ids)
+            bytes_at, ids_at = mem * stores, (n_mem + mem) * stores
+            j = -1 if nobj[mem] == 0 else _idle(ids_at, so, sf, to, tf, u, obj_base[mem], obj_size[mem], nobj[mem],
+                                                m, r, p_ptr, p_l, p_r, low, high, meta, ar, sc, ids)
+            if j >= 0:
+                root = obj_base[mem, j] - low[u]
+            else:
+                root = _NONE if nobj[mem] == 0 else _above(bytes_at, so, sf, to, tf, band, u, obj_base[mem],
+                                                           obj_size[mem], m, r, p_ptr, p_l, p_r, low, high, meta,
+                                                           ar, sc, ids, reach, busy)
             if root == _NONE:  # a new object, if the bank has room for it
                 x = max(cursor[mem] - low[u], -low[u])
                 root = x + (r - x) % m
@@ -441,8 +484,9 @@ def _banked(order, so, sf, to, tf, stores, n_mem, band, p_ptr, p_l, p_r, p_y0, p
             j = np.searchsorted(obj_base[mem, :nobj[mem]], root + low[u], side="right") - 1
             shift = j * band - obj_base[mem, j]
             for p in range(p_ptr[u], p_ptr[u + 1]):
-                ar, used = _store(base, so, sf, to, tf, p_l[p], p_r[p], root + p_y0[p] + shift,
+                ar, used = _store(bytes_at, so, sf, to, tf, p_l[p], p_r[p], root + p_y0[p] + shift,
                                   root + p_y1[p] + shift, meta, ar, used)
+                ar, used = _store(ids_at, so, sf, to, tf, p_l[p], p_r[p], j, j + 1, meta, ar, used)
             off[u], where[u] = root, mem
             break
         if off[u] < 0:
