@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from optplan.errors import ProblemError
-from optplan.heuristics import orders
+from optplan.heuristics import orders, staging
 from optplan.heuristics.banked_greedy import banked_greedy, banked_greedy_reference
 from optplan.heuristics.packer import greedy, greedy_reference
 from optplan.problem import Buffer, Gap, Memory, Problem, RelativePlacement
@@ -64,16 +64,24 @@ def same(problem: Problem, order, policy: str) -> None:
     assert fast.message == ref.message
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(problems(), st.sampled_from(ORDERS), st.sampled_from(["first", "best", "heap"]))
 def test_compiled_greedy_places_as_the_reference(problem: Problem, order, policy: str) -> None:
     same(problem, order(problem), policy)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(problems())
 def test_compiled_banked_greedy_places_as_the_reference(problem: Problem) -> None:
     fast, ref = banked_greedy.__wrapped__(problem), banked_greedy_reference(problem)  # type: ignore[attr-defined]
+    assert fast.placements == ref.placements
+    assert fast.stats == ref.stats and fast.message == ref.message
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(problems(), st.sampled_from([staging._vela, staging._fastest_fit]))
+def test_compiled_staging_places_as_the_reference(problem: Problem, select) -> None:
+    fast, ref = staging.stage(problem, select), staging.stage(problem, select, reference=True)
     assert fast.placements == ref.placements
     assert fast.stats == ref.stats and fast.message == ref.message
 

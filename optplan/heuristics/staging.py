@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from optplan.heuristics.packer import Packer, fixed_first
+from optplan.plan import Placement
 from optplan.planners import Result, planner
 from optplan.problem import Problem, Unit
 
@@ -233,8 +234,9 @@ def _fastest_fit(problem: Problem, memory: str, candidates: list[Unit], curve: C
     return keep, {}
 
 
-def stage(problem: Problem, select: Selector) -> Result:
-    """Select per capacitated memory (fastest first) on the usage curve, then pack."""
+def stage(problem: Problem, select: Selector, reference: bool = False) -> Result:
+    """Select per capacitated memory (fastest first) on the usage curve, then pack (``reference``:
+    with the pure-Python packer the compiled one is tested against)."""
     packer = Packer(problem)
     todo = list(problem.units)
     stats: dict[str, object] = {"selection_packs": True, "spilled_after_packing": 0}
@@ -252,7 +254,7 @@ def stage(problem: Problem, select: Selector) -> Result:
             keep, info = select(problem, mem.name, free, curve)
             stats.update({f"{mem.name}_{k}": v for k, v in info.items()})
             chosen = forced + [u for u in free if u.root in keep]
-        spilled = _pack(packer, mem.name, chosen)
+        spilled = _pack(packer, mem.name, chosen, reference)
         failed = [u for u in spilled if u.memories[-1] == mem.name or last]
         if failed:
             return Result(None, message=f"could not place buffer {failed[0].root!r} in memory {mem.name!r} "
@@ -265,17 +267,33 @@ def stage(problem: Problem, select: Selector) -> Result:
     return Result(packer.placements, stats=stats)
 
 
-def _pack(packer: Packer, memory: str, units: Sequence[Unit]) -> list[Unit]:
+def _pack(packer: Packer, memory: str, units: Sequence[Unit], reference: bool = False) -> list[Unit]:
     """Place ``units`` in ``memory`` (fixed first, then by decreasing size, first fit); the ones
-    that do not fit are returned."""
+    that do not fit are returned. Runs the compiled packer (same placements as the reference
+    ``Packer`` loop below, which vector clocks and ``reference`` take): each memory is packed once,
+    so the pass starts from an empty memory."""
     order = fixed_first(sorted(units, key=lambda u: (-u.height, u.start, u.root)))
+    problem = packer.problem
     out = []
+    if reference or problem.concurrent:
+        for u in order:
+            o = packer.fit(u, memory, "first")
+            if o is None:
+                out.append(u)
+            else:
+                packer.place(u, memory, o)
+        return out
+    from optplan.heuristics import compiled  # numba: imported on first use
+
+    off, _, _ = compiled.pack(problem, order, "first", memory=memory, skip=True)
+    index = compiled.arrays(problem).index
     for u in order:
-        o = packer.fit(u, memory, "first")
-        if o is None:
+        o = int(off[index[id(u)]])
+        if o < 0:
             out.append(u)
         else:
-            packer.place(u, memory, o)
+            for bid, rel in u.members:
+                packer.placements[bid] = Placement(memory, o + rel)
     return out
 
 
