@@ -11,6 +11,7 @@ from optplan.errors import ProblemError
 from optplan.heuristics import orders, staging
 from optplan.heuristics.banked_greedy import banked_greedy, banked_greedy_reference
 from optplan.heuristics.packer import greedy, greedy_reference
+from optplan.heuristics.recycle import recycle, recycle_reference
 from optplan.problem import Buffer, Gap, Memory, Problem, RelativePlacement
 
 ORDERS = [orders.by_size, orders.by_size_stable, orders.by_start, orders.by_conflicts, orders.by_breadth,
@@ -18,9 +19,10 @@ ORDERS = [orders.by_size, orders.by_size_stable, orders.by_start, orders.by_conf
 
 
 @st.composite
-def problems(draw, max_buffers: int = 24) -> Problem:
+def problems(draw, max_buffers: int = 24, fixed: bool = True) -> Problem:
     """Random problems over the whole model: one or two memories (capacities, alignment),
-    allowed/blocked/fixed memories, fixed offsets, buffer alignment, gaps with and without
+    allowed/blocked/fixed memories, fixed offsets (unless not ``fixed``: the compiled recycle and
+    banked-greedy leave pinned units to the reference), buffer alignment, gaps with and without
     windows, relative placements and zero-size buffers."""
     names = ["fast", "slow"][:draw(st.integers(1, 2))]
     memories = tuple(Memory(n, capacity=draw(st.one_of(st.none(), st.integers(8, 60))),
@@ -31,7 +33,7 @@ def problems(draw, max_buffers: int = 24) -> Problem:
         end = start + draw(st.integers(1, 8))
         size = draw(st.integers(0, 12))
         kw: dict = {}
-        kind = draw(st.sampled_from(["plain", "plain", "plain", "align", "allowed", "blocked", "fixed", "gaps"]))
+        kind = draw(st.sampled_from(["plain", "plain", "plain", "align", "allowed", "blocked", "gaps"] + ["fixed"] * fixed))
         if kind == "align":
             kw["alignment"] = draw(st.sampled_from([2, 3, 4]))
         elif kind == "allowed":
@@ -71,9 +73,10 @@ def test_compiled_greedy_places_as_the_reference(problem: Problem, order, policy
 
 
 @settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
-@given(problems())
-def test_compiled_banked_greedy_places_as_the_reference(problem: Problem) -> None:
-    fast, ref = banked_greedy.__wrapped__(problem), banked_greedy_reference(problem)  # type: ignore[attr-defined]
+@given(problems(fixed=False), st.sampled_from(["banked", "recycle"]))
+def test_compiled_banked_greedy_and_recycle_place_as_the_reference(problem: Problem, which: str) -> None:
+    planner, reference = (banked_greedy, banked_greedy_reference) if which == "banked" else (recycle, recycle_reference)
+    fast, ref = planner.__wrapped__(problem), reference(problem)  # type: ignore[attr-defined]
     assert fast.placements == ref.placements
     assert fast.stats == ref.stats and fast.message == ref.message
 
@@ -105,3 +108,4 @@ def test_compiled_greedy_places_as_the_reference_at_scale(seed: int) -> None:
                           (orders.by_size, "heap")]:
         same(problem, order(problem), policy)
     assert banked_greedy.__wrapped__(problem).placements == banked_greedy_reference(problem).placements  # type: ignore[attr-defined]
+    assert recycle.__wrapped__(problem).placements == recycle_reference(problem).placements  # type: ignore[attr-defined]

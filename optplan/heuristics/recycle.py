@@ -94,7 +94,24 @@ class _Clocks:
 @planner("recycle", clocks=True)
 def recycle(problem: Problem) -> Result:
     """Execution order; reuse the smallest freed slot that is large enough and lets the unit keep
-    its alignment, else keep a new slot; stats report the bytes kept per memory."""
+    its alignment, else keep a new slot; stats report the bytes kept per memory.
+
+    Runs compiled (``compiled.recycle``, same plans) unless some unit is pinned to a fixed offset
+    or lifetimes are vector clocks: those problems take the pure-Python reference below."""
+    if not problem.concurrent and all(u.fixed_offset is None for u in problem.units):
+        from optplan.heuristics import compiled  # numba: imported on first use
+
+        off, where, kept, failed, why = compiled.recycle(problem, by_start(problem))
+        if failed is not None:
+            reason = "no memory has room for its extent" if why == 0 else "no free slot fits and no memory has room for a new one"
+            return Result(None, message=f"could not place buffer {failed.root!r}: {reason}")
+        return Result(compiled.placements(problem, off, where),
+                      stats={"kept_bytes": {m: int(k) for m, k in zip(problem.memory_names, kept)}})
+    return recycle_reference(problem)
+
+
+def recycle_reference(problem: Problem) -> Result:
+    """``recycle`` in pure Python with pinned units or vector clocks: the readable reference."""
     packer = Packer(problem)
     pinned = Pinned(problem, packer)
     if pinned.failed:
