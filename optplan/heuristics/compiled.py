@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import heapq
 import weakref
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -639,13 +640,12 @@ def _recycle(order, start, end, p_ptr, low, high, m_ptr, m_mem, m_mod, m_res, ca
     return off, where, kept, -1, 0
 
 
-def recycle(problem: Problem, order: list[Unit]) -> tuple[np.ndarray, np.ndarray, np.ndarray, Unit | None, int]:
-    """``recycle`` for problems without pinned units or vector clocks, units in ``order``."""
+def recycle(problem: Problem, order: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, Unit | None, int]:
+    """``recycle`` for problems without pinned units or vector clocks, units in ``order`` (indices)."""
     a = arrays(problem)
-    idx = np.fromiter((a.index[id(u)] for u in order), np.int64, len(order))
     sizes, rank, count = np.unique(a.high - a.low, return_inverse=True, return_counts=True)
     hstart = np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.int64)
-    off, where, kept, failed, why = _recycle(idx, a.start, a.end, a.p_ptr, a.low, a.high, a.m_ptr, a.m_mem, a.m_mod,
+    off, where, kept, failed, why = _recycle(order, a.start, a.end, a.p_ptr, a.low, a.high, a.m_ptr, a.m_mem, a.m_mod,
                                              a.m_res, a.capacity, rank.astype(np.int64), hstart)
     return off, where, kept, None if failed < 0 else problem.units[failed], why
 
@@ -751,15 +751,27 @@ def arrays(problem: Problem) -> Arrays:
     return a
 
 
-def pack(problem: Problem, order: list[Unit], policy: str, memory: str | None = None,
-         skip: bool = False) -> tuple[np.ndarray, np.ndarray, Unit | None]:
-    """Offsets and memory indices per unit (problem order) after placing ``order``; the unit that
-    found no room (its and later units' entries are -1), or None. ``memory``: place in that one
-    only; ``skip``: a unit that finds no room is left out (-1) and the rest still placed."""
+def indices(problem: Problem, order: Sequence[Unit] | Sequence[int] | np.ndarray) -> np.ndarray:
+    """``order`` (units, or indices into ``problem.units``) as an index array, the units with a
+    fixed offset first (they cannot move out of anyone's way; ``packer.fixed_first``)."""
     a = arrays(problem)
-    idx = np.fromiter((a.index[id(u)] for u in order), np.int64, len(order))
+    if len(order) and isinstance(order[0], Unit):
+        idx = np.fromiter((a.index[id(u)] for u in order), np.int64, len(order))  # type: ignore[arg-type]
+    else:
+        idx = np.asarray(order, dtype=np.int64)
+    pinned = a.fixed[idx] != _NONE
+    return np.concatenate([idx[pinned], idx[~pinned]]) if pinned.any() else idx
+
+
+def pack(problem: Problem, order: np.ndarray, policy: str, memory: str | None = None,
+         skip: bool = False) -> tuple[np.ndarray, np.ndarray, Unit | None]:
+    """Offsets and memory indices per unit (problem order) after placing the units ``order``
+    (indices, see ``indices``) in turn; the unit that found no room (its and later units' entries
+    are -1), or None. ``memory``: place in that one only; ``skip``: a unit that finds no room is
+    left out (-1) and the rest still placed."""
+    a = arrays(problem)
     only = -1 if memory is None else a.names.index(memory)
-    off, where, failed = _pack(idx, *_layout(a.size), len(a.names), a.p_ptr, a.p_l, a.p_r, a.p_y0, a.p_y1, a.low,
+    off, where, failed = _pack(order, *_layout(a.size), len(a.names), a.p_ptr, a.p_l, a.p_r, a.p_y0, a.p_y1, a.low,
                                a.high, a.top, a.fixed, a.m_ptr, a.m_mem, a.m_mod, a.m_res, a.capacity,
                                _POLICY[policy], only, skip)
     return off, where, None if failed < 0 else problem.units[failed]

@@ -22,18 +22,20 @@ from optplan.heuristics.packer import greedy, score
 from optplan.objective import Objective
 from optplan.plan import peaks
 from optplan.planners import Result, planner
-from optplan.problem import Problem, Unit, objective_weights
+from optplan.problem import Problem, objective_weights
 
 DEFAULT_SECONDS = 1.0  # without a limit or an iteration count (patience alone runs for hours at 30k units)
 UNIT_STEPS_PER_SECOND = 20_000  # deterministic mode: steps x units per second (about 1 s of wall time on A-E)
 
 
-def _peak_units(problem: Problem, order: list[Unit], placements: dict) -> list[int]:
+def _peak_units(problem: Problem, order: list[int], placements: dict) -> list[int]:
     """Positions in ``order`` of units whose top reaches their memory's (weighted) peak."""
     peak = peaks(problem, placements)
     weights = objective_weights(problem)
     out = []
-    for i, u in enumerate(order):
+    units = problem.units
+    for i, k in enumerate(order):
+        u = units[k]
         if not u.pieces:
             continue
         p = placements[u.root]
@@ -56,7 +58,7 @@ def hill_climb(problem: Problem, deadline: Deadline, iterations: int | None = No
     objective = Objective.parse(objective, problem)
     value = float("inf")
     for start in (by_size, by_conflicts, by_start):
-        candidate = start(problem)
+        candidate = start(problem).tolist()
         trial = greedy(problem, candidate, policy="best")
         trial_value = score(problem, trial.placements, objective)
         if trial_value < value or start is by_size:

@@ -355,8 +355,17 @@ def fixed_first(units: Iterable[Unit]) -> list[Unit]:
     return [u for u in units if u.fixed_offset is not None] + [u for u in units if u.fixed_offset is None]
 
 
-def greedy(problem: Problem, order: Sequence[Unit], policy: Policy = "first") -> Result:
-    """Place units in ``order`` (fixed ones first), each in the fastest memory where it fits.
+def units_of(problem: Problem, order: Sequence[Unit] | Sequence[int] | np.ndarray) -> list[Unit]:
+    """``order`` (units, or indices into ``problem.units`` as the ``orders`` give them) as units."""
+    if len(order) and isinstance(order[0], Unit):
+        return list(order)  # type: ignore[arg-type]
+    units = problem.units
+    return [units[i] for i in np.asarray(order, dtype=np.int64).tolist()]
+
+
+def greedy(problem: Problem, order: Sequence[Unit] | Sequence[int] | np.ndarray, policy: Policy = "first") -> Result:
+    """Place units in ``order`` (units or their indices; fixed ones first), each in the fastest
+    memory where it fits.
 
     Runs the compiled packer (``compiled.py``), which places exactly as ``greedy_reference``;
     vector clocks (``Problem.concurrent``) go to the reference's ``ConflictPacker``."""
@@ -364,16 +373,16 @@ def greedy(problem: Problem, order: Sequence[Unit], policy: Policy = "first") ->
         return greedy_reference(problem, order, policy)
     from optplan.heuristics import compiled  # numba: imported on first use
 
-    off, where, failed = compiled.pack(problem, fixed_first(order), policy)
+    off, where, failed = compiled.pack(problem, compiled.indices(problem, order), policy)
     if failed is not None:
         return Result(None, message=f"could not place buffer {failed.root!r} in any memory it may use")
     return Result(compiled.placements(problem, off, where))
 
 
-def greedy_reference(problem: Problem, order: Sequence[Unit], policy: Policy = "first") -> Result:
+def greedy_reference(problem: Problem, order: Sequence[Unit] | Sequence[int] | np.ndarray, policy: Policy = "first") -> Result:
     """``greedy`` with the pure-Python ``Packer``: the readable reference the compiled one is tested against."""
     packer = Packer(problem)
-    for unit in fixed_first(order):
+    for unit in fixed_first(units_of(problem, order)):
         if not packer.place_first_memory(unit, policy):
             return Result(None, message=f"could not place buffer {unit.root!r} in any memory it may use")
     return Result(packer.placements)

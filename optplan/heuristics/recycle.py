@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from optplan.heuristics.orders import by_start
-from optplan.heuristics.packer import Packer, Pinned
+from optplan.heuristics.packer import Packer, Pinned, units_of
 from optplan.plan import Placement
 from optplan.planners import Result, planner
 from optplan.problem import Problem, Unit
@@ -125,7 +125,7 @@ def recycle_reference(problem: Problem) -> Result:
         for bid, rel in u.members:
             placements[bid] = Placement(memory, root + rel)
 
-    for n, u in enumerate(by_start(problem)):
+    for n, u in enumerate(units_of(problem, by_start(problem))):
         if u.fixed_offset is not None:
             continue
         if not u.pieces:  # nothing to store: the lowest legal offset

@@ -285,7 +285,7 @@ def _pack(packer: Packer, memory: str, units: Sequence[Unit], reference: bool = 
         return out
     from optplan.heuristics import compiled  # numba: imported on first use
 
-    off, _, _ = compiled.pack(problem, order, "first", memory=memory, skip=True)
+    off, _, _ = compiled.pack(problem, compiled.indices(problem, order), "first", memory=memory, skip=True)
     index = compiled.arrays(problem).index
     for u in order:
         o = int(off[index[id(u)]])
