@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from optplan.errors import ProblemError
 from optplan.heuristics import orders, staging
 from optplan.heuristics.banked_greedy import banked_greedy, banked_greedy_reference
-from optplan.heuristics.packer import greedy, greedy_reference
+from optplan.heuristics.packer import greedy, greedy_reference, greedy_scored, score
+from optplan.objective import Objective
 from optplan.heuristics.recycle import recycle, recycle_reference
 from optplan.problem import Buffer, Gap, Memory, Problem, RelativePlacement
 
@@ -64,6 +65,8 @@ def same(problem: Problem, order, policy: str) -> None:
     fast, ref = greedy(problem, order, policy), greedy_reference(problem, order, policy)
     assert fast.placements == ref.placements, (policy, fast.message, ref.message)
     assert fast.message == ref.message
+    for objective in [None, *Objective.NAMES]:  # the value read off the arrays, as from the placements
+        assert greedy_scored(problem, order, policy, objective)[0] == score(problem, ref.placements, objective)
 
 
 @settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])

@@ -27,6 +27,7 @@ merge them into one sorted list first.
 from __future__ import annotations
 
 import heapq
+import itertools
 import weakref
 from collections.abc import Sequence
 from functools import lru_cache
@@ -34,6 +35,7 @@ from functools import lru_cache
 import numpy as np
 from numba import njit
 
+from optplan.objective import Objective
 from optplan.plan import Placement
 from optplan.problem import Problem, Unit, gc_paused
 
@@ -677,6 +679,7 @@ class Arrays:
             counts = self._units(problem)
         self.capacity = np.array([-1 if m.capacity is None else m.capacity for m in problem.memories], np.int64)
         self.names = names
+        self.root_rank: np.ndarray | None = None  # ``root_rank``, on first use
         times = np.unique(np.concatenate([self.p_t0, self.p_t1]))
         size = 1
         while size < max(len(times) - 1, 1):
@@ -777,14 +780,52 @@ def pack(problem: Problem, order: np.ndarray, policy: str, memory: str | None = 
     return off, where, None if failed < 0 else problem.units[failed]
 
 
-def placements(problem: Problem, off: np.ndarray, where: np.ndarray) -> dict[str, Placement]:
+def placements(problem: Problem, off: np.ndarray, where: np.ndarray, only: np.ndarray | None = None) -> dict[str, Placement]:
+    """The placements of the units (all, or the indices ``only``) at ``off`` in memories ``where``."""
     names = arrays(problem).names
     with gc_paused():
         if problem.columns.plain:  # a unit per buffer, in buffer order
-            return dict(zip(problem.columns.ids, map(Placement, map(names.__getitem__, where.tolist()), off.tolist())))
+            ids = problem.columns.ids
+            if only is not None:
+                ids, off, where = [ids[i] for i in only.tolist()], off[only], where[only]
+            return dict(zip(ids, map(Placement, map(names.__getitem__, where.tolist()), off.tolist())))
         out = {}
-        for u, o, w in zip(problem.units, off.tolist(), where.tolist()):
+        units = problem.units if only is None else [problem.units[i] for i in only.tolist()]
+        if only is not None:
+            off, where = off[only], where[only]
+        for u, o, w in zip(units, off.tolist(), where.tolist()):
             memory = names[w]
             for bid, rel in u.members:
                 out[bid] = Placement(memory, o + rel)
         return out
+
+
+def value(problem: Problem, off: np.ndarray, where: np.ndarray, objective: Objective) -> int:
+    """``objective``'s value of the plan with every unit at ``off`` in memory ``where``, as
+    ``Objective.value`` reads it from the placements (which need not be built to compare plans)."""
+    a = arrays(problem)
+    stored = np.diff(a.p_ptr) > 0
+    weights = objective.weights(problem)
+    weighted = 0
+    for k, m in enumerate(a.names):
+        here = where == k
+        tops = (off + a.top)[here & stored]  # unit top: its highest byte + 1 above the root
+        weighted += weights[m] * (int(tops.max()) if len(tops) else 0)
+    lost = 0
+    if objective.counts_benefit and len(a.names) > 1:
+        tiers = objective.tier_weights(problem)
+        gains = [u.gain for u in problem.units]
+        for k, m in enumerate(a.names):
+            lost += tiers[m] * sum(itertools.compress(gains, (where == k).tolist()))
+    return objective.combine(problem, weighted, lost)
+
+
+def root_rank(problem: Problem) -> np.ndarray:
+    """Each unit's rank among the units' root ids (string order), for orders that break ties by id."""
+    a = arrays(problem)
+    if a.root_rank is None:
+        roots = [u.root for u in problem.units]
+        rank = np.empty(len(roots), np.int64)
+        rank[sorted(range(len(roots)), key=roots.__getitem__)] = np.arange(len(roots))
+        a.root_rank = rank
+    return a.root_rank

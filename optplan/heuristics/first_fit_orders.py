@@ -7,7 +7,7 @@ for long-lived activations, start for chains); trying each costs one greedy pass
 from __future__ import annotations
 
 from optplan.heuristics import orders
-from optplan.heuristics.packer import greedy, score
+from optplan.heuristics.packer import greedy_scored
 from optplan.objective import Objective
 from optplan.planners import Result, planner
 from optplan.problem import Problem
@@ -20,12 +20,11 @@ def first_fit_orders(problem: Problem, objective: Objective | None = None) -> Re
     """First fit by decreasing size, area, lifetime length and by start; the lowest objective wins."""
     best, best_value, best_name, messages = None, float("inf"), None, []
     for name, order in ORDERS.items():
-        result = greedy(problem, order(problem), policy="first")
-        value = score(problem, result.placements, objective)
-        if result.placements is None:
-            messages.append(f"{name}: {result.message}")
+        value, plan = greedy_scored(problem, order(problem), "first", objective)
+        if value == float("inf"):
+            messages.append(f"{name}: {plan().message}")
         elif value < best_value:
-            best, best_value, best_name = result, value, name
+            best, best_value, best_name = plan, value, name
     if best is None:
         return Result(None, message="; ".join(messages))
-    return Result(best.placements, message=f"best order: {best_name}", stats={"order": best_name})
+    return Result(best().placements, message=f"best order: {best_name}", stats={"order": best_name})

@@ -16,7 +16,7 @@ time slots (see ``_TimeIndex``), so a query touches O(log T) nodes plus the answ
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -369,14 +369,24 @@ def greedy(problem: Problem, order: Sequence[Unit] | Sequence[int] | np.ndarray,
 
     Runs the compiled packer (``compiled.py``), which places exactly as ``greedy_reference``;
     vector clocks (``Problem.concurrent``) go to the reference's ``ConflictPacker``."""
+    return greedy_scored(problem, order, policy)[1]()
+
+
+def greedy_scored(problem: Problem, order: Sequence[Unit] | Sequence[int] | np.ndarray, policy: Policy = "first",
+                  objective: Objective | None = None) -> tuple[float, Callable[[], Result]]:
+    """``greedy``'s plan as its ``score`` and the plan on demand: heuristics that keep the best of
+    several passes build the placements (a dict of a million entries at scale) of one only."""
     if problem.concurrent:
-        return greedy_reference(problem, order, policy)
+        result = greedy_reference(problem, order, policy)
+        return score(problem, result.placements, objective), lambda: result
     from optplan.heuristics import compiled  # numba: imported on first use
 
     off, where, failed = compiled.pack(problem, compiled.indices(problem, order), policy)
     if failed is not None:
-        return Result(None, message=f"could not place buffer {failed.root!r} in any memory it may use")
-    return Result(compiled.placements(problem, off, where))
+        message = f"could not place buffer {failed.root!r} in any memory it may use"
+        return float("inf"), lambda: Result(None, message=message)
+    value = compiled.value(problem, off, where, Objective.parse(objective, problem))
+    return value, lambda: Result(compiled.placements(problem, off, where))
 
 
 def greedy_reference(problem: Problem, order: Sequence[Unit] | Sequence[int] | np.ndarray, policy: Policy = "first") -> Result:

@@ -237,24 +237,26 @@ def _fastest_fit(problem: Problem, memory: str, candidates: list[Unit], curve: C
 def stage(problem: Problem, select: Selector, reference: bool = False) -> Result:
     """Select per capacitated memory (fastest first) on the usage curve, then pack (``reference``:
     with the pure-Python packer the compiled one is tested against)."""
-    packer = Packer(problem)
+    packer = Packer(problem) if reference or problem.concurrent else None
+    placements: dict[str, Placement] = {}
     todo = list(problem.units)
     stats: dict[str, object] = {"selection_packs": True, "spilled_after_packing": 0}
     for mi, mem in enumerate(problem.memories):
         last = mi == len(problem.memories) - 1
         here = [u for u in todo if mem.name in u.memories]
-        forced = [u for u in here if u.memories[-1] == mem.name or not u.pieces]  # no slower memory left
         if mem.capacity is None or last:
             chosen = here
         else:
+            forced = [u for u in here if u.memories[-1] == mem.name or not u.pieces]  # no slower memory left
             curve = make_curve(problem)
             for u in forced:
                 curve.add(u)
-            free = [u for u in here if u not in forced]
+            pinned = {id(u) for u in forced}
+            free = [u for u in here if id(u) not in pinned]
             keep, info = select(problem, mem.name, free, curve)
             stats.update({f"{mem.name}_{k}": v for k, v in info.items()})
             chosen = forced + [u for u in free if u.root in keep]
-        spilled = _pack(packer, mem.name, chosen, reference)
+        spilled = _pack(problem, placements, packer, mem.name, chosen)
         failed = [u for u in spilled if u.memories[-1] == mem.name or last]
         if failed:
             return Result(None, message=f"could not place buffer {failed[0].root!r} in memory {mem.name!r} "
@@ -262,21 +264,21 @@ def stage(problem: Problem, select: Selector, reference: bool = False) -> Result
         if spilled:
             stats["selection_packs"] = False
             stats["spilled_after_packing"] = int(stats["spilled_after_packing"]) + len(spilled)  # type: ignore[call-overload]
-        placed = {u.root for u in chosen} - {u.root for u in spilled}
-        todo = [u for u in todo if u.root not in placed]
-    return Result(packer.placements, stats=stats)
+        if not last:
+            placed = {u.root for u in chosen} - {u.root for u in spilled}
+            todo = [u for u in todo if u.root not in placed]
+    return Result(packer.placements if packer is not None else placements, stats=stats)
 
 
-def _pack(packer: Packer, memory: str, units: Sequence[Unit], reference: bool = False) -> list[Unit]:
+def _pack(problem: Problem, placements: dict[str, Placement], packer: Packer | None, memory: str,
+          units: Sequence[Unit]) -> list[Unit]:
     """Place ``units`` in ``memory`` (fixed first, then by decreasing size, first fit); the ones
-    that do not fit are returned. Runs the compiled packer (same placements as the reference
-    ``Packer`` loop below, which vector clocks and ``reference`` take): each memory is packed once,
-    so the pass starts from an empty memory."""
-    order = fixed_first(sorted(units, key=lambda u: (-u.height, u.start, u.root)))
-    problem = packer.problem
-    out = []
-    if reference or problem.concurrent:
-        for u in order:
+    that do not fit are returned. With a ``packer`` (the reference, and vector clocks) its loop
+    places them; otherwise the compiled packer (same placements) does, into ``placements``: each
+    memory is packed once, so the pass starts from an empty memory."""
+    if packer is not None:
+        out = []
+        for u in fixed_first(sorted(units, key=lambda u: (-u.height, u.start, u.root))):
             o = packer.fit(u, memory, "first")
             if o is None:
                 out.append(u)
@@ -285,16 +287,14 @@ def _pack(packer: Packer, memory: str, units: Sequence[Unit], reference: bool = 
         return out
     from optplan.heuristics import compiled  # numba: imported on first use
 
-    off, _, _ = compiled.pack(problem, compiled.indices(problem, order), "first", memory=memory, skip=True)
-    index = compiled.arrays(problem).index
-    for u in order:
-        o = int(off[index[id(u)]])
-        if o < 0:
-            out.append(u)
-        else:
-            for bid, rel in u.members:
-                packer.placements[bid] = Placement(memory, o + rel)
-    return out
+    a = compiled.arrays(problem)
+    idx = compiled.indices(problem, units)
+    idx = compiled.indices(problem, idx[np.lexsort((compiled.root_rank(problem)[idx], a.start[idx],
+                                                    a.low[idx] - a.high[idx]))])  # (-height, start, root)
+    off, where, _ = compiled.pack(problem, idx, "first", memory=memory, skip=True)
+    placed = off[idx] >= 0
+    placements.update(compiled.placements(problem, off, where, idx[placed]))
+    return [problem.units[i] for i in idx[~placed].tolist()]
 
 
 @planner("vela-staging", clocks=True)
