@@ -1,6 +1,6 @@
 """Heuristics speed (compiled vs pure-Python reference) and the scale benchmark of issue 15.
 
-    python experiments/bench_scale.py speed FILE...            # per constructive heuristic
+    python experiments/bench_scale.py speed FILE... [--no-reference] [--compare FILE...]  # per constructive heuristic
     python experiments/bench_scale.py scale FILE... [--time-limit 60] [--read-only N]
     python experiments/bench_scale.py feasible FILE... --capacity C  # search, CP-SAT and auto, feasibility mode
 
@@ -56,10 +56,13 @@ def _reference(name: str):
 
 
 def speed(args: argparse.Namespace) -> None:
+    print(f"Command: `python experiments/bench_scale.py {' '.join(sys.argv[1:])}`; load average at start "
+          f"{_load()}\n")
     problems = [(os.path.basename(f), read_problem(f)) for f in args.files]
     names = [n for n in planners.heuristic_names() if not improving(n)]
     planners.solve(problems[0][1], names[0])  # compile / load the kernels once
-    print("CPU seconds of the planner function (bound and validation excluded): compiled / reference (ratio)\n")
+    ref = "" if args.no_reference else ": compiled / reference (ratio)"
+    print(f"CPU seconds of the planner function (bound and validation excluded){ref}\n")
     print("| heuristic | " + " | ".join(n for n, _ in problems) + " |")
     print("| --- |" + " --- |" * len(problems))
     totals = [0.0] * len(problems)
@@ -67,12 +70,30 @@ def speed(args: argparse.Namespace) -> None:
         cells = []
         for k, (_, p) in enumerate(problems):
             fast, a = _cpu(planners.get(name).__wrapped__, p)  # type: ignore[attr-defined]
-            ref, b = _cpu(_reference(name), p) if not args.no_reference else (float("nan"), a)
-            assert a.placements == b.placements, name  # type: ignore[attr-defined]
             totals[k] += fast
-            cells.append(f"{fast:.2f} / {ref:.1f} ({ref / fast:.0f}x)")
+            if args.no_reference:
+                cells.append(f"{fast:.2f}")
+                continue
+            slow, b = _cpu(_reference(name), p)
+            assert a.placements == b.placements, name  # type: ignore[attr-defined]
+            cells.append(f"{fast:.2f} / {slow:.1f} ({slow / fast:.0f}x)")
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
     print("| all constructive (compiled) | " + " | ".join(f"{t:.2f}" for t in totals) + " |")
+    print(f"\nload average after the table: {_load()}")
+    for f in args.compare or []:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "optplan.cli", "compare", f], capture_output=True, check=True)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        print(f"\n`optplan compare {os.path.basename(f)}` (every heuristic, hill-climb included, as a child process: "
+              f"imports, kernels loaded from the cache, reading, bounds, validation and report included): "
+              f"{cpu:.1f} CPU s, {wall:.1f} s wall; load average after it {_load()}")
+
+
+def _load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def _one(path: str, time_limit: float, read_only: bool) -> dict:
@@ -152,6 +173,7 @@ def main() -> None:
     s = sub.add_parser("speed")
     s.add_argument("files", nargs="+")
     s.add_argument("--no-reference", action="store_true")
+    s.add_argument("--compare", nargs="*", help="files to time `optplan compare` on (CPU of the child process)")
     s = sub.add_parser("scale")
     s.add_argument("files", nargs="+")
     s.add_argument("--time-limit", type=float, default=60.0)

@@ -11,8 +11,8 @@ from optplan.errors import ProblemError
 from optplan.heuristics import orders, staging
 from optplan.heuristics.banked_greedy import banked_greedy, banked_greedy_reference
 from optplan.heuristics.packer import greedy, greedy_reference, greedy_scored, score
-from optplan.objective import Objective
 from optplan.heuristics.recycle import recycle, recycle_reference
+from optplan.objective import Objective
 from optplan.problem import Buffer, Gap, Memory, Problem, RelativePlacement
 
 ORDERS = [orders.by_size, orders.by_size_stable, orders.by_start, orders.by_conflicts, orders.by_breadth,
