@@ -680,7 +680,7 @@ class Arrays:
         self.capacity = np.array([-1 if m.capacity is None else m.capacity for m in problem.memories], np.int64)
         self.names = names
         self.root_rank: np.ndarray | None = None  # ``root_rank``, on first use
-        times = np.unique(np.concatenate([self.p_t0, self.p_t1]))
+        self.times = times = np.unique(np.concatenate([self.p_t0, self.p_t1]))  # slot k: [times[k], times[k + 1])
         size = 1
         while size < max(len(times) - 1, 1):
             size *= 2
