@@ -34,6 +34,7 @@ from optplan.objective import Goal, Objective
 from optplan.plan import Placement, Plan, Status, peaks
 from optplan.planners import Result, planner
 from optplan.problem import Problem, objective_weights
+from optplan.solvers.cores import alone, find_core
 from optplan.solvers.cpsat import (
     FULL_MODEL_MAX_UNITS,
     PartModel,
@@ -61,6 +62,7 @@ HEURISTIC_SHARE = 0.05  # deterministic mode: the share charged to the heuristic
 SEARCH_SECONDS_PER_UNIT = 1e-3
 # of a part's time where units choose memories: the staging relaxation and its selections packed exactly
 STAGING_SHARE = 0.5
+PACK_SEARCH_SHARE = 0.4  # of the time for one memory's selected units, for the search (CP-SAT gets the rest)
 LNS_FREE, LNS_BAND = 40, 0.05  # units freed by the first move, and the height of its band (fraction of the peak)
 LNS_MOVE_DTIME = 0.01  # deterministic seconds an LNS move costs at least (building it, reading it back)
 
@@ -300,19 +302,31 @@ def _staging(part: Part, objective: Objective, incumbent: list[Choice] | None, d
     if chosen is None:
         return incumbent
     incumbent = _keep_better(objective, part, incumbent, pack_selection(part, chosen))
-    tries = cuts = 0
+    tries = cuts = cores = 0
     misses: list[str] = []
     while "search" in planners.names() and objective.benefit_first and optimal and not deadline.expired():
         tries += 1
         weighted, chosen = model.least_peaks(model.lost_of(chosen), deadline.share(0.3), settings)
         if chosen is None:
+            misses.append("least peaks: nothing in time")
             break
-        if model.exact and tries == 1 + cuts:  # no selection excluded without proof yet
+        incumbent = _keep_better(objective, part, incumbent, pack_selection(part, chosen))
+        core = _core(part, chosen, deadline.share(0.3), settings, seed)
+        if core is not None:  # a proven cut over a few units: the bound on L may rise
+            model.forbid(*core, proven=True)
+            cores += 1
+            lost, chosen, optimal = model.least_lost(deadline.share(0.3), settings)
+            if chosen is None:
+                break
+            staged.lost, staged.weighted = max(staged.lost or 0, lost or 0), None
+            continue
+        if model.exact:  # no selection excluded without proof yet
             staged.weighted = weighted
         packed, failed = _pack_exactly(part, objective, chosen, deadline.share(0.5), settings, seed)
         incumbent = _keep_better(objective, part, incumbent, packed)
         if packed is not None:
             staged.proven = _meets(objective, part, packed, staged)
+            misses += [] if staged.proven else ["packed above the bounds"]
             break
         if failed is None:
             break
@@ -324,8 +338,22 @@ def _staging(part: Part, objective: Objective, incumbent: list[Choice] | None, d
             if chosen is None:
                 break
             staged.lost, staged.weighted = max(staged.lost or 0, lost or 0), None
-    staged.stats.update(tries=tries, proven_cuts=cuts, misses=misses, proven=staged.proven)
+    staged.stats.update(tries=tries, proven_cuts=cuts, window_cores=cores, misses=misses[-5:], proven=staged.proven,
+                        lost_bound=staged.lost)
     return incumbent
+
+
+def _core(part: Part, chosen: list[str], deadline: Deadline, settings: Settings,
+          seed: int) -> tuple[str, list[int]] | None:
+    """A set of units that ``chosen`` puts in a capacitated memory and that provably do not pack
+    there (``optplan.solvers.cores``), or None."""
+    for m in part.memories:
+        ks = [k for k, c in enumerate(chosen) if c == m]
+        if ks and part.problem.memory(m).capacity is not None:
+            core = find_core(part, m, ks, deadline, seed, settings.workers)
+            if core is not None:
+                return m, core
+    return None
 
 
 def _keep_better(objective: Objective, part: Part, incumbent: list[Choice] | None,
@@ -346,17 +374,16 @@ def _meets(objective: Objective, part: Part, choices: list[Choice], staged: Stag
 
 def _pack_exactly(part: Part, objective: Objective, chosen: list[str], deadline: Deadline, settings: Settings,
                   seed: int) -> tuple[list[Choice] | None, tuple[str, list[int], bool] | None]:
-    """Each memory's selected units packed by the search engine, alone in that memory (a weight-0
-    memory only within its capacity, the others at their least peak): the part's plan, or None
-    and (memory, unit indices, whether the search proved they do not pack there)."""
+    """Each memory's selected units packed alone in that memory (a weight-0 memory only within its
+    capacity, the others at their least peak): the part's plan, or None and (memory, unit
+    indices, whether they were proven not to pack there)."""
     weights = objective.weights(part.problem)
     placements: dict[str, Placement] = {}
     groups = [(m, [k for k, c in enumerate(chosen) if c == m]) for m in part.memories]
     left = len(part.units)
     for m, ks in (g for g in groups if g[1]):  # fastest first: capacitated memories are the ones that may not pack
         goal = Objective(Goal.MIN_PEAK if weights[m] else Goal.FEASIBLE)
-        plan = planners.solve(_alone(part, m, ks), "search", deadline=deadline.share(len(ks) / max(left, 1)),
-                              seed=seed, workers=settings.workers, objective=goal)
+        plan = _pack_alone(alone(part, m, ks), goal, deadline.share(len(ks) / max(left, 1)), settings, seed)
         left -= len(ks)
         if not plan.found:
             return None, (m, ks, plan.status is Status.INFEASIBLE)
@@ -364,13 +391,20 @@ def _pack_exactly(part: Part, objective: Objective, chosen: list[str], deadline:
     return settle(part, placements), None
 
 
-def _alone(part: Part, memory: str, ks: list[int]) -> Problem:
-    """The units ``ks`` of the part as a problem of their own, in ``memory`` only."""
-    ids = {bid for k in ks for bid, _ in part.units[k].members}
-    buffers = tuple(replace(b, allowed=None, blocked=(), fixed_memory=b.fixed_memory and memory, hint_memory=None,
-                            hint_offset=None) for b in part.problem.buffers if b.id in ids)
-    relative = tuple(r for r in part.problem.relative if r.buffer in ids and r.base in ids)
-    return Problem(buffers, (part.problem.memory(memory),), relative)
+def _pack_alone(problem: Problem, goal: Objective, deadline: Deadline, settings: Settings, seed: int) -> Plan:
+    """One memory's selected units: the search engine first (``PACK_SEARCH_SHARE`` of the time),
+    then, when it neither proved nor refuted, CP-SAT on the rest (it packs some 80-unit sets
+    at 50 % of the load that the search does not: generated and MiniMalloc-style instances);
+    the better plan."""
+    plan = planners.solve(problem, "search", deadline=deadline.share(PACK_SEARCH_SHARE), seed=seed,
+                          workers=settings.workers, objective=goal)
+    settled = plan.status in (Status.OPTIMAL, Status.INFEASIBLE) or (plan.found and not goal.optimizes)
+    if settled or "cpsat" not in planners.names() or deadline.expired():
+        return plan
+    other = planners.solve(problem, "cpsat", deadline=deadline, seed=seed, workers=settings.workers, objective=goal)
+    if other.found and (not plan.found or other.objective_value < plan.objective_value):
+        return other
+    return plan if plan.found or other.status is not Status.INFEASIBLE else other
 
 
 def _solve_part(part: Part, clock: Deadline, settings: Settings, objective: Objective,

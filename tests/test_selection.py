@@ -12,8 +12,8 @@ from test_objective import random_hierarchy
 
 from optplan.deadline import Deadline
 from optplan.objective import Objective
-from optplan.portfolio import _alone
 from optplan.problem import Buffer, Memory, Problem
+from optplan.solvers.cores import alone
 from optplan.solvers.cpsat import Settings
 from optplan.solvers.reduce import reduce
 from optplan.solvers.selection import Staging
@@ -69,7 +69,7 @@ def test_cuts_from_sets_that_do_not_pack_keep_the_bound_and_close_it() -> None:
             may = [k for k, xs in enumerate(model.x) if m in xs]
             for r in range(2, len(may) + 1):
                 for ks in itertools.combinations(may, r):
-                    if brute_force_optimum(_alone(part, m, list(ks)), objective="min-peak") is None:
+                    if brute_force_optimum(alone(part, m, list(ks)), objective="min-peak") is None:
                         model.forbid(m, ks, proven=True)
         lost, _, optimal = model.least_lost(Deadline(10), Settings(1, 0))
         assert optimal and lost is not None and lost <= l_opt
@@ -130,3 +130,65 @@ def test_staged_bounds_join_a_solvers_in_the_objectives_order() -> None:
     assert mine.join(FAST_FIRST, 8, 100) == (10, 5)  # a W bound given L = 8 says nothing at L = 10
     assert mine.join(FAST_FIRST, 10, 7) == (10, 7) and mine.join(FAST_FIRST, 12, 1) == (12, 1)
     assert Staged(lost=10).join(Objective.parse("min-peak"), 8, 100) == (10, 100)  # W first: the solver's holds
+
+
+def fragmented(rng: random.Random) -> Problem:
+    """Five to eight short buffers in front of a fast memory about as large as their live load:
+    selections that fit every step and often still do not pack (fragmentation)."""
+    buffers = []
+    for i in range(rng.randint(5, 8)):
+        s = rng.randint(0, 5)
+        buffers.append(Buffer(f"b{i}", rng.choice((1, 2, 3)), s, s + rng.randint(1, 3)))
+    return Problem(tuple(buffers), (Memory("f", capacity=rng.randint(3, 5)), Memory("s")))
+
+
+def test_window_cores_do_not_pack() -> None:
+    """find_core's units, whole and in the fast memory alone, have no packing (brute force), and it
+    finds one whenever the whole selection does not pack and a window shows it."""
+    from optplan.solvers.cores import find_core
+
+    rng = random.Random(5)
+    found = refuted = 0
+    for _ in range(80):
+        p = fragmented(rng)
+        parts = reduce(p, FAST_FIRST, split=False).parts
+        if len(parts) != 1 or len(parts[0].memories) != 2:
+            continue
+        part = parts[0]
+        ks = list(range(len(part.units)))
+        whole = brute_force_optimum(alone(part, "f", ks), objective="min-peak")
+        core = find_core(part, "f", ks, Deadline(10))
+        refuted += whole is None
+        if core is not None:
+            assert whole is None and brute_force_optimum(alone(part, "f", core), objective="min-peak") is None, (p, core)
+            found += 1
+    assert found >= 5 and refuted >= found
+
+
+def test_selected_units_packed_by_cpsat_when_the_search_has_no_time(monkeypatch) -> None:
+    """_pack_alone's CP-SAT step (the search given no time): a plan exactly when the brute force
+    has one, at the brute force's least peak under min-peak; INFEASIBLE only when it has none."""
+    from dataclasses import replace
+
+    from optplan import portfolio
+    from optplan.plan import Status
+
+    monkeypatch.setattr(portfolio, "PACK_SEARCH_SHARE", 0.0)
+    rng = random.Random(9)
+    packed = refuted = 0
+    for _ in range(30):
+        p = fragmented(rng)
+        for goal, more in (("feasible", 0), ("min-peak", 0), ("feasible", 2), ("min-peak", 2)):
+            f = p.memories[0]
+            alone_f = p.with_memories((replace(f, capacity=f.capacity + more),))
+            ref = brute_force_optimum(alone_f, objective="min-peak")
+            plan = portfolio._pack_alone(alone_f, Objective.parse(goal), Deadline(10), Settings(1, 0), 0)
+            assert plan.found == (ref is not None), (p, plan.message)
+            if ref is None:
+                assert plan.status is Status.INFEASIBLE
+                refuted += 1
+                continue
+            packed += 1
+            if goal == "min-peak":
+                assert plan.status is Status.OPTIMAL and plan.peak["f"] == ref[0], (p, plan.peak, ref)
+    assert packed >= 10 and refuted >= 5

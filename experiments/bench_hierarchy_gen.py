@@ -1,0 +1,84 @@
+"""Staging limits on generated instances (tuning set for issue 16's proofs, not the benchmark rows).
+
+Guillotine and pinwheel instances from ``gen_instances`` (100-300 buffers, live load = 1 MiB at
+every step) get a fast memory of 50 / 75 % of the load before an unbounded slow one, objective
+fast-first, benefit = size. auto with and without the window cores (``optplan.solvers.cores``),
+side by side per row (alternating, one process): status, the gap, the relaxation's counters, CPU
+seconds.
+
+    PYTHONPATH=. python experiments/bench_hierarchy_gen.py --seeds 6 --seconds 20 -o experiments/results/hierarchy_gen.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gen_instances import cut_instance  # noqa: E402
+
+from optplan import planners  # noqa: E402
+from optplan.plan import Status  # noqa: E402
+from optplan.problem import Memory, Problem  # noqa: E402
+from optplan.solvers import cores  # noqa: E402
+
+FRACTIONS = (0.5, 0.75)
+
+
+def hierarchy(p: Problem, fraction: float) -> Problem:
+    load = p.memories[0].capacity or 0  # the cut families' live load is the capacity at every step
+    return p.with_memories((Memory("fast", capacity=int(fraction * load)), Memory("slow")))
+
+
+def run(p: Problem, seconds: float, with_cores: bool) -> tuple[str, float]:
+    keep = cores.CENTRES
+    cores.CENTRES = keep if with_cores else 0
+    try:
+        c0 = time.process_time()
+        plan = planners.solve(p, "auto", time_limit=seconds, workers=1, seed=0)
+        cpu = time.process_time() - c0
+    finally:
+        cores.CENTRES = keep
+    staging = plan.stats.get("staging") or {}
+    gap = "-" if plan.gap is None else f"{100 * plan.gap:.2f}%"
+    info = f"tries {staging.get('tries', '-')}, cores {staging.get('window_cores', '-')}" if staging else "-"
+    return f"{plan.status.value} | {gap} | {info} | {cpu:.1f}", float(plan.status is Status.OPTIMAL)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", type=int, default=6)
+    ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("-o", "--output")
+    args = ap.parse_args()
+    load0 = os.getloadavg()
+    lines = ["| instance | fast % | without cores: status / gap / counters / CPU s | with cores: status / gap / counters / CPU s |",
+             "|---|---|---|---|"]
+    total = {False: 0.0, True: 0.0}
+    for family in ("guillotine", "pinwheel"):
+        for seed in range(args.seeds):
+            base = cut_instance(family, seed)
+            for fraction in FRACTIONS:
+                p = hierarchy(base, fraction)
+                cells = []
+                for with_cores in (False, True):
+                    text, ok = run(p, args.seconds, with_cores)
+                    total[with_cores] += ok
+                    cells.append(text.replace(" | ", " / "))
+                lines.append(f"| {family}-{seed} ({len(p.buffers)}) | {int(100 * fraction)} | " + " | ".join(cells) + " |")
+                print(lines[-1], flush=True)
+    rows = len(lines) - 2
+    load = os.getloadavg()
+    summary = (f"\n{rows} rows at {args.seconds:g} s: proven optimal without cores {total[False]:.0f}, with cores "
+               f"{total[True]:.0f}; load average {load0[0]:.1f} at the start, {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end")
+    print(summary)
+    if args.output:
+        cmd = "PYTHONPATH=. python experiments/bench_hierarchy_gen.py " + " ".join(sys.argv[1:])
+        Path(args.output).write_text(f"```\n{cmd}\n```\n\n{__doc__.strip().splitlines()[0]}\n\n" + "\n".join(lines) + "\n" + summary + "\n")
+
+
+if __name__ == "__main__":
+    main()
