@@ -2,9 +2,9 @@
 
 Guillotine and pinwheel instances from ``gen_instances`` (100-300 buffers, live load = 1 MiB at
 every step) get a fast memory of 50 / 75 % of the load before an unbounded slow one, objective
-fast-first, benefit = size. auto with and without the window cores (``optplan.solvers.cores``),
-side by side per row (alternating, one process): status, the gap, the relaxation's counters, CPU
-seconds.
+fast-first, benefit = size. auto with the staging relaxation solved by CP-SAT at linearization
+level 1 and 2 (``optplan.solvers.selection.LINEARIZATION``), side by side per row (one process):
+status, the gap, the relaxation's state and selections tried, CPU seconds.
 
     PYTHONPATH=. python experiments/bench_hierarchy_gen.py --seeds 6 --seconds 20 -o experiments/results/hierarchy_gen.md
 """
@@ -23,7 +23,7 @@ from gen_instances import cut_instance  # noqa: E402
 from optplan import planners  # noqa: E402
 from optplan.plan import Status  # noqa: E402
 from optplan.problem import Memory, Problem  # noqa: E402
-from optplan.solvers import cores  # noqa: E402
+from optplan.solvers import selection  # noqa: E402
 
 FRACTIONS = (0.5, 0.75)
 
@@ -33,18 +33,18 @@ def hierarchy(p: Problem, fraction: float) -> Problem:
     return p.with_memories((Memory("fast", capacity=int(fraction * load)), Memory("slow")))
 
 
-def run(p: Problem, seconds: float, with_cores: bool) -> tuple[str, float]:
-    keep = cores.CENTRES
-    cores.CENTRES = keep if with_cores else 0
+def run(p: Problem, seconds: float, level: int) -> tuple[str, float]:
+    keep = selection.LINEARIZATION
+    selection.LINEARIZATION = level
     try:
         c0 = time.process_time()
         plan = planners.solve(p, "auto", time_limit=seconds, workers=1, seed=0)
         cpu = time.process_time() - c0
     finally:
-        cores.CENTRES = keep
+        selection.LINEARIZATION = keep
     staging = plan.stats.get("staging") or {}
     gap = "-" if plan.gap is None else f"{100 * plan.gap:.2f}%"
-    info = f"tries {staging.get('tries', '-')}, cores {staging.get('window_cores', '-')}" if staging else "-"
+    info = f"relaxation {staging.get('relaxation', '-')}, tries {staging.get('tries', '-')}" if staging else "-"
     return f"{plan.status.value} | {gap} | {info} | {cpu:.1f}", float(plan.status is Status.OPTIMAL)
 
 
@@ -55,25 +55,25 @@ def main() -> None:
     ap.add_argument("-o", "--output")
     args = ap.parse_args()
     load0 = os.getloadavg()
-    lines = ["| instance | fast % | without cores: status / gap / counters / CPU s | with cores: status / gap / counters / CPU s |",
+    lines = ["| instance | fast % | level 1: status / gap / relaxation / CPU s | level 2: status / gap / relaxation / CPU s |",
              "|---|---|---|---|"]
-    total = {False: 0.0, True: 0.0}
+    total = {1: 0.0, 2: 0.0}
     for family in ("guillotine", "pinwheel"):
         for seed in range(args.seeds):
             base = cut_instance(family, seed)
             for fraction in FRACTIONS:
                 p = hierarchy(base, fraction)
                 cells = []
-                for with_cores in (False, True):
-                    text, ok = run(p, args.seconds, with_cores)
-                    total[with_cores] += ok
+                for level in (1, 2):
+                    text, ok = run(p, args.seconds, level)
+                    total[level] += ok
                     cells.append(text.replace(" | ", " / "))
                 lines.append(f"| {family}-{seed} ({len(p.buffers)}) | {int(100 * fraction)} | " + " | ".join(cells) + " |")
                 print(lines[-1], flush=True)
     rows = len(lines) - 2
     load = os.getloadavg()
-    summary = (f"\n{rows} rows at {args.seconds:g} s: proven optimal without cores {total[False]:.0f}, with cores "
-               f"{total[True]:.0f}; load average {load0[0]:.1f} at the start, {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end")
+    summary = (f"\n{rows} rows at {args.seconds:g} s: proven optimal at level 1 {total[1]:.0f}, at level 2 "
+               f"{total[2]:.0f}; load average {load0[0]:.1f} at the start, {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end")
     print(summary)
     if args.output:
         cmd = "PYTHONPATH=. python experiments/bench_hierarchy_gen.py " + " ".join(sys.argv[1:])

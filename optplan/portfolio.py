@@ -34,7 +34,6 @@ from optplan.objective import Goal, Objective
 from optplan.plan import Placement, Plan, Status, peaks
 from optplan.planners import Result, planner
 from optplan.problem import Problem, objective_weights
-from optplan.solvers.cores import alone, find_core
 from optplan.solvers.cpsat import (
     FULL_MODEL_MAX_UNITS,
     PartModel,
@@ -48,7 +47,7 @@ from optplan.solvers.cpsat import (
     stop_reason,
 )
 from optplan.solvers.reduce import Choice, Part, Reduction, merge, reduce, settle
-from optplan.solvers.selection import Staging, pack_selection
+from optplan.solvers.selection import Staging, alone, pack_selection
 
 # of a single-memory part's time, for the exact search engine when it is registered (CP-SAT and LNS
 # get the rest): on minimalloc/D in 20 s, 0.8 gave 1.0498 x the bound and 0.4 gave 1.0644; equal in 60 s
@@ -61,7 +60,7 @@ SEARCH_MAX_UNITS = 5000
 HEURISTIC_SHARE = 0.05  # deterministic mode: the share charged to the heuristics (about what branch deadline gave hill-climb)
 SEARCH_SECONDS_PER_UNIT = 1e-3
 # of a part's time where units choose memories: the staging relaxation and its selections packed exactly
-STAGING_SHARE = 0.5
+STAGING_SHARE = 0.8
 PACK_SEARCH_SHARE = 0.4  # of the time for one memory's selected units, for the search (CP-SAT gets the rest)
 LNS_FREE, LNS_BAND = 40, 0.05  # units freed by the first move, and the height of its band (fraction of the peak)
 LNS_MOVE_DTIME = 0.01  # deterministic seconds an LNS move costs at least (building it, reading it back)
@@ -296,33 +295,24 @@ def _staging(part: Part, objective: Objective, incumbent: list[Choice] | None, d
     do not pack there are cut off for good (``Staging.forbid``: the bounds rise); ones not packed
     in time are excluded to try another selection (the bounds proven so far stay)."""
     model = Staging(objective, part)
-    lost, chosen, optimal = model.least_lost(deadline.share(0.5), settings)
+    lost, chosen, optimal = model.least_lost(deadline.share(0.6), settings)
     staged.lost = lost
     staged.stats = {"relaxation": "optimal" if optimal else "feasible" if chosen else "nothing in time"}
     if chosen is None:
         return incumbent
     incumbent = _keep_better(objective, part, incumbent, pack_selection(part, chosen))
-    tries = cuts = cores = 0
+    tries = cuts = 0
     misses: list[str] = []
     while "search" in planners.names() and objective.benefit_first and optimal and not deadline.expired():
         tries += 1
-        weighted, chosen = model.least_peaks(model.lost_of(chosen), deadline.share(0.3), settings)
+        weighted, chosen = model.least_peaks(model.lost_of(chosen), deadline.share(0.5), settings)
         if chosen is None:
             misses.append("least peaks: nothing in time")
             break
         incumbent = _keep_better(objective, part, incumbent, pack_selection(part, chosen))
-        core = _core(part, chosen, deadline.share(0.3), settings, seed)
-        if core is not None:  # a proven cut over a few units: the bound on L may rise
-            model.forbid(*core, proven=True)
-            cores += 1
-            lost, chosen, optimal = model.least_lost(deadline.share(0.3), settings)
-            if chosen is None:
-                break
-            staged.lost, staged.weighted = max(staged.lost or 0, lost or 0), None
-            continue
         if model.exact:  # no selection excluded without proof yet
             staged.weighted = weighted
-        packed, failed = _pack_exactly(part, objective, chosen, deadline.share(0.5), settings, seed)
+        packed, failed = _pack_exactly(part, objective, chosen, deadline.share(0.7), settings, seed)
         incumbent = _keep_better(objective, part, incumbent, packed)
         if packed is not None:
             staged.proven = _meets(objective, part, packed, staged)
@@ -338,22 +328,9 @@ def _staging(part: Part, objective: Objective, incumbent: list[Choice] | None, d
             if chosen is None:
                 break
             staged.lost, staged.weighted = max(staged.lost or 0, lost or 0), None
-    staged.stats.update(tries=tries, proven_cuts=cuts, window_cores=cores, misses=misses[-5:], proven=staged.proven,
+    staged.stats.update(tries=tries, proven_cuts=cuts, misses=misses[-5:], proven=staged.proven,
                         lost_bound=staged.lost)
     return incumbent
-
-
-def _core(part: Part, chosen: list[str], deadline: Deadline, settings: Settings,
-          seed: int) -> tuple[str, list[int]] | None:
-    """A set of units that ``chosen`` puts in a capacitated memory and that provably do not pack
-    there (``optplan.solvers.cores``), or None."""
-    for m in part.memories:
-        ks = [k for k, c in enumerate(chosen) if c == m]
-        if ks and part.problem.memory(m).capacity is not None:
-            core = find_core(part, m, ks, deadline, seed, settings.workers)
-            if core is not None:
-                return m, core
-    return None
 
 
 def _keep_better(objective: Objective, part: Part, incumbent: list[Choice] | None,

@@ -13,10 +13,9 @@ from test_objective import random_hierarchy
 from optplan.deadline import Deadline
 from optplan.objective import Objective
 from optplan.problem import Buffer, Memory, Problem
-from optplan.solvers.cores import alone
 from optplan.solvers.cpsat import Settings
 from optplan.solvers.reduce import reduce
-from optplan.solvers.selection import Staging
+from optplan.solvers.selection import Staging, alone
 
 FAST_FIRST = Objective.parse("fast-first")
 
@@ -140,29 +139,6 @@ def fragmented(rng: random.Random) -> Problem:
         s = rng.randint(0, 5)
         buffers.append(Buffer(f"b{i}", rng.choice((1, 2, 3)), s, s + rng.randint(1, 3)))
     return Problem(tuple(buffers), (Memory("f", capacity=rng.randint(3, 5)), Memory("s")))
-
-
-def test_window_cores_do_not_pack() -> None:
-    """find_core's units, whole and in the fast memory alone, have no packing (brute force), and it
-    finds one whenever the whole selection does not pack and a window shows it."""
-    from optplan.solvers.cores import find_core
-
-    rng = random.Random(5)
-    found = refuted = 0
-    for _ in range(80):
-        p = fragmented(rng)
-        parts = reduce(p, FAST_FIRST, split=False).parts
-        if len(parts) != 1 or len(parts[0].memories) != 2:
-            continue
-        part = parts[0]
-        ks = list(range(len(part.units)))
-        whole = brute_force_optimum(alone(part, "f", ks), objective="min-peak")
-        core = find_core(part, "f", ks, Deadline(10))
-        refuted += whole is None
-        if core is not None:
-            assert whole is None and brute_force_optimum(alone(part, "f", core), objective="min-peak") is None, (p, core)
-            found += 1
-    assert found >= 5 and refuted >= found
 
 
 def test_selected_units_packed_by_cpsat_when_the_search_has_no_time(monkeypatch) -> None:

@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 from ortools.sat.python import cp_model
 
 from optplan.deadline import Deadline
 from optplan.objective import Objective, fastest_fit
+from optplan.problem import Problem
 from optplan.solvers.cpsat import DTIME_PER_SECOND, Settings, _int_bound
 from optplan.solvers.reduce import Choice, Part
-
 
 LINEARIZATION = 2  # CP-SAT's linearization_level for the relaxation's solves
 
@@ -175,3 +176,12 @@ def pack_selection(part: Part, chosen: list[str]) -> list[Choice] | None:
         else:
             return None
     return part.choices(packer.placements)
+
+
+def alone(part: Part, memory: str, ks: Sequence[int]) -> Problem:
+    """The units ``ks`` of the part as a problem of their own, in ``memory`` only."""
+    ids = {bid for k in ks for bid, _ in part.units[k].members}
+    buffers = tuple(replace(b, allowed=None, blocked=(), fixed_memory=b.fixed_memory and memory, hint_memory=None,
+                            hint_offset=None) for b in part.problem.buffers if b.id in ids)
+    relative = tuple(r for r in part.problem.relative if r.buffer in ids and r.base in ids)
+    return Problem(buffers, (part.problem.memory(memory),), relative)
