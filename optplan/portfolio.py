@@ -116,9 +116,12 @@ def auto(problem: Problem, deadline: Deadline, workers: int | None = None, seed:
     work = deadline.part(left - min(0.1 * left, 0.2 + 1e-4 * len(problem.buffers))) if deadline.limited else deadline
     settings = Settings(workers, seed)
     # every constructive heuristic always runs; the improving ones only when the peak matters
-    # (at a capacity in feasibility mode the exact search answers sooner)
-    heur, errors = run_heuristics(problem, _heuristics_part(work), seed, workers, improve=objective.optimizes,
-                                  objective=objective)
+    # (at a capacity in feasibility mode the exact search answers sooner) and no staging relaxation
+    # follows (benefit first with memory choices: its selections, packed, are the plans that count,
+    # and hill-climb's seconds, about as many as the constructive ones took, are the relaxation's)
+    staging = objective.benefit_first and any(len(u.memories) > 1 for u in problem.units)
+    heur, errors = run_heuristics(problem, _heuristics_part(work), seed, workers,
+                                  improve=objective.optimizes and not staging, objective=objective)
     best = min(heur, key=_value) if heur else None
     stats: dict[str, object] = {"heuristics": {p.planner: p.objective_value for p in heur},
                                 "heuristics_seconds": {p.planner: round(p.seconds, 2) for p in heur}}
