@@ -1,11 +1,11 @@
 """The planning portfolio ``auto``: heuristics for a warm start, then exact search per part.
 
-Pipeline: every registered heuristic (planners defined in ``optplan.heuristics``) on the whole
-problem -> the best plan is the incumbent -> ``reduce`` into independent scaled parts -> per part,
+Pipeline: every registered heuristic (planners defined in ``optplan.heuristics``; the improving
+ones not before a staging relaxation) on the whole problem -> the best plan is the incumbent -> ``reduce`` into independent scaled parts -> per part,
 in its share of the time: stop if the incumbent meets the lower bound; where units choose between
 memories, the staging relaxation (``optplan.solvers.selection``: bounds on the benefit kept in
-faster memories and on the peaks) and its selections packed exactly by the search engine, which
-proves the optimum when a selection packs at its live loads; the exact search engine
+faster memories and on the peaks) and its selections packed exactly by the search engine, then
+CP-SAT, on the selected units of each memory alone, which proves the optimum when a selection packs at its live loads; the exact search engine
 (planner ``search``, looked up by name, used when registered) on single-memory parts; CP-SAT on
 the full part model with the incumbent as hint, stopped when it stalls; then large-neighbourhood
 search (free the units alive in a time window around a unit at the peak, re-solve with all other
