@@ -87,6 +87,7 @@ def test_auto_relax_and_verify_matches_the_brute_force() -> None:
     for p, _part, (w_opt, l_opt) in cases(11, 12, aligned):
         plan = planners.solve(p, "auto", objective=FAST_FIRST, time_limit=20, workers=1)
         assert plan.status is Status.OPTIMAL and plan.objective_value == FAST_FIRST.combine(p, w_opt, l_opt), plan.message
+        assert "hill-climb" not in plan.stats["heuristics"]  # the relaxation's time, not hill-climb's
         seen += 1
     assert seen >= 6
 
