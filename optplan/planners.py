@@ -108,6 +108,7 @@ def planner(name: str, clocks: bool = False, prepare: Callable[[], object] | Non
         run.options = accepted  # type: ignore[attr-defined]
         run.clocks = clocks  # type: ignore[attr-defined]
         run.prepare = prepare  # type: ignore[attr-defined]
+        run.declines = declines  # type: ignore[attr-defined]
         if name in _REGISTRY:
             raise RuntimeError(f"planner {name!r} registered twice")
         _REGISTRY[name] = run

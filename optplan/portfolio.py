@@ -29,11 +29,12 @@ from optplan import planners
 from optplan.deadline import Deadline
 from optplan.heuristics.run import run_heuristics
 from optplan.incumbent import Incumbent
-from optplan.lifecycle import fork_member
+from optplan.lifecycle import Member, fork_member
 from optplan.objective import Goal, Objective
 from optplan.plan import Placement, Plan, Status, peaks
 from optplan.planners import Result, planner
 from optplan.problem import Problem, objective_weights
+from optplan.search.instance import MAX_PAIRS
 from optplan.solvers.cpsat import (
     FULL_MODEL_MAX_UNITS,
     PartModel,
@@ -59,6 +60,9 @@ SEARCH_MEMBERS = ("search",)  # exact engines for single-memory parts, used if r
 SEARCH_MAX_UNITS = 5000
 HEURISTIC_SHARE = 0.05  # deterministic mode: the share charged to the heuristics (about what branch deadline gave hill-climb)
 SEARCH_SECONDS_PER_UNIT = 1e-3
+# beyond this many overlapping pairs the search only dives (lowest offset first, four orders); a dive
+# costs about this per pair (S_1, 48M pairs: 0.6-1 s; 62k S_1-shaped, 114M: 2.6-3.9 s; 1M, 1.7G: > 95 s)
+DIVE_SECONDS_PER_PAIR = 3e-8
 # of a part's time where units choose memories: the staging relaxation and its selections packed exactly
 STAGING_SHARE = 0.8
 PACK_SEARCH_SHARE = 0.4  # of the time for one memory's selected units, for the search (CP-SAT gets the rest)
@@ -115,16 +119,19 @@ def auto(problem: Problem, deadline: Deadline, workers: int | None = None, seed:
     left = deadline.left()  # keep time to merge and validate the plan (about 1 s per 30k buffers)
     work = deadline.part(left - min(0.1 * left, 0.2 + 1e-4 * len(problem.buffers))) if deadline.limited else deadline
     settings = Settings(workers, seed)
+    early = _early_search(problem, work, objective, seed, workers)
     # every constructive heuristic always runs; the improving ones only when the peak matters
     # (at a capacity in feasibility mode the exact search answers sooner) and no staging relaxation
     # follows (benefit first with memory choices: its selections, packed, are the plans that count,
     # and hill-climb's seconds, about as many as the constructive ones took, are the relaxation's)
     staging = objective.benefit_first and any(len(u.memories) > 1 for u in problem.units)
-    heur, errors = run_heuristics(problem, _heuristics_part(work), seed, workers,
+    heur, errors = run_heuristics(problem, _heuristics_part(work), seed, workers - (early is not None),
                                   improve=objective.optimizes and not staging, objective=objective)
-    best = min(heur, key=_value) if heur else None
     stats: dict[str, object] = {"heuristics": {p.planner: p.objective_value for p in heur},
                                 "heuristics_seconds": {p.planner: round(p.seconds, 2) for p in heur}}
+    if early is not None:
+        heur += _early_plan(*early, heur, stats)
+    best = min(heur, key=_value) if heur else None
     if errors:
         stats["heuristics_not_run"] = errors
     if best is not None and best.found:
@@ -165,7 +172,7 @@ def auto(problem: Problem, deadline: Deadline, workers: int | None = None, seed:
         return Result(None, stats=merged.stats, message=f"no plan within the capacity of {where!r} found in time"
                       + (f" (best found needs {peak[where]} bytes)" if over else ""))
     red = reduce(problem, objective)
-    merged = _solve_parts(red, best, work, t0, settings, objective, seed, progress)
+    merged = _solve_parts(red, best, work, t0, settings, objective, seed, progress, dived=early is not None)
     merged.stats.update(stats, **_capped(settings))
     if best is not None and best.found and not merged.proven_infeasible and (
             merged.placements is None
@@ -174,6 +181,54 @@ def auto(problem: Problem, deadline: Deadline, workers: int | None = None, seed:
         return Result(best.placements, bound=_max_bound(merged.bound, best.lower_bound), message=merged.message,
                       stats=merged.stats)
     return merged
+
+
+def _pairs(start: np.ndarray, end: np.ndarray) -> int:
+    """How many pairs of lifetimes ``[start, end)`` overlap."""
+    s = np.sort(start)
+    return int((np.searchsorted(s, end) - np.searchsorted(s, start)).sum()) - len(s)
+
+
+def _dives_only(start: np.ndarray, end: np.ndarray) -> bool:
+    """The search only dives on these lifetimes: too many overlapping pairs for its adjacency lists."""
+    return _pairs(start, end) > MAX_PAIRS
+
+
+def _early_search(problem: Problem, work: Deadline, objective: Objective, seed: int,
+                  workers: int) -> tuple[Member, Deadline] | None:
+    """The search engine on the whole problem in a process of its own, beside the heuristics,
+    when it would only dive there (too many overlapping pairs) and its four dives cost less than
+    half the time: at that scale its dives (lowest offset first) are the best constructive plans
+    (idealloc/S_1: 1.0018 x the bound in about 3 CPU s, the best heuristic 1.0071; 18.7k
+    S_1-shaped: 1.0000, greedy-conflicts 1.0015), and they cannot be interrupted, so they must
+    not wait for the heuristics' time to run out (they did: S_1 ended at 1.0423)."""
+    name = SEARCH_MEMBERS[0]
+    if (len(problem.units) <= SEARCH_MAX_UNITS or problem.concurrent or not _can_race(Settings(workers), work)
+            or not work.limited or name not in planners.names()):
+        return None
+    declines = getattr(planners.get(name), "declines", None)
+    if declines is not None and declines(problem):
+        return None
+    start, end = problem.columns.start, problem.columns.end
+    pairs = _pairs(start, end)
+    if pairs <= MAX_PAIRS or 4 * DIVE_SECONDS_PER_PAIR * pairs > 0.5 * work.left():
+        return None
+    searching = work.part(None)
+    member = fork_member(lambda d: planners.solve(problem, name, deadline=d, seed=seed, objective=objective,
+                                                  workers=1), searching, grace=0.5)
+    return member, searching
+
+
+def _early_plan(member: Member, searching: Deadline, heur: list[Plan], stats: dict[str, object]) -> list[Plan]:
+    """The early search's plan (waited for unless a heuristic reached the bound), as a warm start."""
+    if any(p.status == Status.OPTIMAL for p in heur):
+        searching.halt()
+    plan = member.result()
+    if not isinstance(plan, Plan):
+        stats["early_search"] = member.error or "no answer"
+        return []
+    stats["early_search"] = f"{plan.status.value} {plan.objective_value} in {plan.seconds:.1f} s"
+    return [plan] if plan.found else []
 
 
 def _max_bound(a: dict[str, int] | None, b: dict[str, int]) -> dict[str, int]:
@@ -193,10 +248,11 @@ def _elastic_ok(problem: Problem) -> bool:
 
 
 def _solve_parts(red: Reduction, best: Plan | None, deadline: Deadline, t0: float, settings: Settings,
-                 objective: Objective, seed: int, progress, goal: Problem | None = None) -> Result:
+                 objective: Objective, seed: int, progress, goal: Problem | None = None, dived: bool = False) -> Result:
     """``solve_part`` on every part, smallest first, each with its share of the time; merged.
 
-    ``goal``: stop a part as soon as its peaks fit the capacities of this problem."""
+    ``goal``: stop a part as soon as its peaks fit the capacities of this problem. ``dived``: the
+    search ran on the whole problem (``_early_search``): parts where it only dives do without it."""
     tracker = Tracker(red, progress, t0)
     results: list[Result | None] = [None] * len(red.parts)
     # smallest first: time they leave unused goes to the larger parts after them
@@ -224,7 +280,7 @@ def _solve_parts(red: Reduction, best: Plan | None, deadline: Deadline, t0: floa
         elif objective.optimizes and len(part.memories) == 1:
             caps = {part.memories[0]: floor[part.memories[0]] // part.scale}
         results[i] = solve_part(part, share, settings, objective, incumbent, seed,
-                                functools.partial(tracker.update, i), goal=caps)
+                                functools.partial(tracker.update, i), goal=caps, dived=dived)
         tracker.update(i, results[i])
         if results[i].proven_infeasible:
             break
@@ -234,7 +290,7 @@ def _solve_parts(red: Reduction, best: Plan | None, deadline: Deadline, t0: floa
 
 def solve_part(part: Part, deadline: Deadline, settings: Settings, objective: Objective,
                incumbent: list[Choice] | None, seed: int, report: Callable[[Result], None],
-               goal: dict[str, int] | None = None) -> Result:
+               goal: dict[str, int] | None = None, dived: bool = False) -> Result:
     """The portfolio on one part: the staging relaxation where units choose memories (its
     selections packed exactly, which may already prove the optimum), then the search engine,
     CP-SAT until it stalls, then LNS.
@@ -250,7 +306,7 @@ def solve_part(part: Part, deadline: Deadline, settings: Settings, objective: Ob
         if staged.proven and incumbent is not None:
             return replace(part_result(part, None, incumbent, True, False, None, "", {"staging": staged.stats}),
                            lost_bound=staged.lost, objective_bound=staged.weighted)
-    res = _solve_part(part, deadline, settings, objective, incumbent, seed, report, goal, proven)
+    res = _solve_part(part, deadline, settings, objective, incumbent, seed, report, goal, proven, dived)
     if staged.stats and res.placements is not None:
         lost, weighted = staged.join(objective, res.lost_bound, res.objective_bound)
         res = replace(res, stats={**res.stats, "staging": staged.stats}, lost_bound=lost, objective_bound=weighted)
@@ -389,7 +445,7 @@ def _pack_alone(problem: Problem, goal: Objective, deadline: Deadline, settings:
 
 def _solve_part(part: Part, clock: Deadline, settings: Settings, objective: Objective,
                 incumbent: list[Choice] | None, seed: int, report: Callable[[Result], None],
-                goal: dict[str, int] | None, proven: dict[str, int]) -> Result:
+                goal: dict[str, int] | None, proven: dict[str, int], dived: bool = False) -> Result:
     """``solve_part``'s members on one shared ``Incumbent``: the search engine (single-memory
     parts) and CP-SAT until it stalls, then LNS. With several workers on a wall clock they race
     (``_race``): the search in a process of its own, the others here, the first proof or a plan
@@ -409,7 +465,7 @@ def _solve_part(part: Part, clock: Deadline, settings: Settings, objective: Obje
 
     if reached(incumbent):
         return part_result(part, None, incumbent, False, False, None, "", stats)
-    members = _search_members(part, clock, settings)
+    members = _search_members(part, clock, settings, dived)
     if members and _can_race(settings, clock):
         return _race(part, clock, settings, objective, inc, seed, goal, proven, members, reached, stats)
     for name in members:
@@ -421,10 +477,14 @@ def _solve_part(part: Part, clock: Deadline, settings: Settings, objective: Obje
     return exact.result(part, inc, stats)
 
 
-def _search_members(part: Part, clock: Deadline, settings: Settings) -> list[str]:
+def _search_members(part: Part, clock: Deadline, settings: Settings, dived: bool = False) -> list[str]:
     """The registered exact search engines that take this part (one memory; a large part only
-    when its time covers the search's set-up and first dives)."""
+    when its time covers the search's set-up and first dives, and not when the search only dives
+    there and has dived on the whole problem already: ``dived``)."""
     if len(part.memories) != 1:
+        return []
+    if dived and len(part.units) > SEARCH_MAX_UNITS and _dives_only(
+            np.array([u.start for u in part.units], np.int64), np.array([u.end for u in part.units], np.int64)):
         return []
     share = 1.0 if _can_race(settings, clock) else SEARCH_SHARE
     if (len(part.units) > SEARCH_MAX_UNITS and clock.limited

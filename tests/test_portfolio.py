@@ -267,3 +267,26 @@ def test_incumbent_keeps_the_better_plan_and_moves_from_its_version() -> None:
     assert not inc.offer(swapped, "y")  # as good: kept only as a plateau move
     assert not inc.offer(swapped, "y", ties=True, expect=0)  # computed from an older incumbent
     assert inc.offer(swapped, "y", ties=True, expect=1) and inc.source == "y"
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_search_dives_beside_the_heuristics_at_scale(monkeypatch, workers: int) -> None:
+    """Where the search only dives (too many overlapping pairs, here made few), auto starts it on
+    the whole problem in a process of its own beside the heuristics (two workers): its plan is a
+    warm start like theirs, and the parts do not dive again; with one worker it does not start."""
+    from optplan.search import instance
+
+    monkeypatch.setattr(portfolio, "SEARCH_MAX_UNITS", 10)
+    monkeypatch.setattr(portfolio, "MAX_PAIRS", 5)
+    monkeypatch.setattr(instance, "MAX_PAIRS", 5)
+    monkeypatch.setattr(heuristics_run, "heuristic_names", lambda: ["naive"])  # a poor start
+    p = Problem(tuple(Buffer(f"b{i}", 1 + (7 * i) % 5, i % 6, i % 6 + 1 + i % 4) for i in range(40)))
+    plan = solve(p, "auto", time_limit=30, workers=workers)
+    naive = solve(p, "naive")
+    assert plan.found and plan.objective_value <= naive.objective_value
+    if workers == 1:
+        assert "early_search" not in plan.stats
+        return
+    assert plan.stats["early_search"].split()[0] in ("OPTIMAL", "FEASIBLE")
+    assert plan.stats["warm_start"] == "search"
+    assert "search_status" not in plan.stats  # the part did not run the search a second time
