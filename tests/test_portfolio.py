@@ -215,6 +215,7 @@ def test_members_race_and_the_first_answer_is_shared(monkeypatch) -> None:
     halted: list = []
     monkeypatch.setattr(heuristics_run, "heuristic_names", lambda: ["naive"])  # a poor start: work to do
     monkeypatch.setattr(portfolio, "SEARCH_MEMBERS", ("fake-search",))
+    monkeypatch.setattr(portfolio, "SEARCH_FIRST", 0)  # straight to the race
     monkeypatch.setattr(portfolio, "run", _slow_cpsat(halted))
     plan = solve(p, "auto", time_limit=30, workers=2)
     assert plan.stats["fake-search_status"] == "OPTIMAL"
@@ -290,3 +291,19 @@ def test_the_search_dives_beside_the_heuristics_at_scale(monkeypatch, workers: i
     assert plan.stats["early_search"].split()[0] in ("OPTIMAL", "FEASIBLE")
     assert plan.stats["warm_start"] == "search"
     assert "search_status" not in plan.stats  # the part did not run the search a second time
+
+
+def test_the_search_answers_alone_before_a_race_costs_a_fork(monkeypatch) -> None:
+    """A part the search settles within SEARCH_FIRST seconds is answered without forking a member
+    or building CP-SAT's model (feasibility mode at a capacity the heuristics miss)."""
+    def no_fork(*args, **kwargs):
+        raise AssertionError("forked")
+
+    monkeypatch.setattr(portfolio, "fork_member", no_fork)
+    monkeypatch.setattr(portfolio, "run", no_fork)
+    monkeypatch.setattr(heuristics_run, "heuristic_names", lambda: ["naive"])
+    p = Problem(tuple(Buffer(f"b{i}", 1 + (7 * i) % 5, i % 6, i % 6 + 1 + i % 4) for i in range(24)))
+    m = p.memory_names[0]
+    optimum = solve(p, "search", time_limit=30).peak[m]
+    plan = solve(p.with_capacity(optimum), "auto", time_limit=30, workers=2, objective="feasible")
+    assert plan.found and plan.stats["search_status"] == "OPTIMAL" and plan.peak[m] <= optimum
