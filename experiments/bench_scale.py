@@ -113,7 +113,7 @@ def _one(path: str, time_limit: float, read_only: bool) -> dict:
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         stats = plan.stats
         notes = [f"start {stats.get('warm_start')}"]
-        notes += [f"{k} {stats[k]}" for k in ("search_status", "cpsat_status", "lns_improved") if k in stats]
+        notes += [f"{k} {stats[k]}" for k in ("early_search", "search_status", "cpsat_status", "lns_improved") if k in stats]
         if stats.get("heuristics_not_run"):
             notes.append(f"{len(stats['heuristics_not_run'])} heuristics not run")  # type: ignore[arg-type]
         out.update(total_s=time.perf_counter() - t0, cpu=time.process_time() - c0 + children.ru_utime + children.ru_stime,

@@ -67,6 +67,7 @@ SEARCH_FIRST = 0.2
 # beyond this many overlapping pairs the search only dives (lowest offset first, four orders); a dive
 # costs about this per pair (S_1, 48M pairs: 0.6-1 s; 62k S_1-shaped, 114M: 2.6-3.9 s; 1M, 1.7G: > 95 s)
 DIVE_SECONDS_PER_PAIR = 3e-8
+EARLY_SHARE = 0.85  # of the time left: the early search's limit (validating and sending 28k placements back takes seconds at load 15)
 # of a part's time where units choose memories: the staging relaxation and its selections packed exactly
 STAGING_SHARE = 0.8
 PACK_SEARCH_SHARE = 0.4  # of the time for one memory's selected units, for the search (CP-SAT gets the rest)
@@ -217,9 +218,9 @@ def _early_search(problem: Problem, work: Deadline, objective: Objective, seed: 
     pairs = _pairs(start, end)
     if pairs <= MAX_PAIRS or 4 * DIVE_SECONDS_PER_PAIR * pairs > 0.5 * work.left():
         return None
-    searching = work.part(None)
+    searching = work.part(EARLY_SHARE * work.left())  # it ends in time to check and send back its plan
     member = fork_member(lambda d: planners.solve(problem, name, deadline=d, seed=seed, objective=objective,
-                                                  workers=1), searching, grace=0.5)
+                                                  workers=1), searching, grace=1.0)
     return member, searching
 
 
