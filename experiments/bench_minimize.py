@@ -1,0 +1,115 @@
+"""Minimize mode (no capacity): the peak found, the bound proven and the status, per instance.
+
+    python experiments/bench_minimize.py challenging --time-limit 60          # MiniMalloc A-E, auto
+    python experiments/bench_minimize.py tight --seeds 0:40 --time-limit 5 --planner search --compare
+
+``challenging`` reads ../shared/benchmarks/minimalloc/*.csv and ignores the capacity in their
+names. ``tight`` generates instances whose optimum is often above the load bound (MiniMalloc's D
+is one such; its profile is flat near the peak): every step carries the same live load ``cells``
+(buffers end at random, new ones of random sizes fill the room back to ``cells``), so a plan at
+the load bound is a perfect packing at every step, which the contiguity of buffers often
+forbids. Small ones are brute-forced in the tests; here they are sized so that the whole search
+cannot always refute the load bound in seconds. ``--compare`` runs each instance twice, without
+the window bounds (``WINDOW_SHARE`` = 0) and with them, side by side. Times are CPU seconds of this
+process (the search's workers are forked: ``--planner search`` runs one worker), with the load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+from optplan.bounds import lower_bounds
+from optplan.formats import read_problem
+from optplan.planners import solve
+from optplan.problem import Buffer, Memory, Problem
+from optplan.search import planner as search_planner
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "minimalloc"
+
+
+def tight_instance(seed: int, cells: tuple[int, int] = (16, 32), steps: int = 12, largest: int = 10,
+                   unit: int = 1024) -> Problem:
+    """Every step holds ``cells`` units (drawn from the range) of live buffers: at each step every
+    live buffer ends with probability 1/2, and new buffers of 1..``largest`` units fill the room."""
+    rng = random.Random(f"tight-{seed}")
+    height = rng.randint(*cells)
+    live: list[tuple[int, int]] = []  # (start, size)
+    done: list[tuple[int, int, int]] = []
+    for t in range(steps):
+        keep = []
+        for s0, size in live:
+            if t > 0 and rng.random() < 0.5:
+                done.append((s0, t, size))
+            else:
+                keep.append((s0, size))
+        live = keep
+        room = height - sum(size for _, size in live)
+        while room > 0:
+            size = rng.randint(1, min(room, largest))
+            live.append((t, size))
+            room -= size
+    done += [(s0, steps, size) for s0, size in live]
+    buffers = tuple(Buffer(str(i), size * unit, s0, s1) for i, (s0, s1, size) in enumerate(done))
+    return Problem(buffers, (Memory("mem"),), metadata={"name": f"tight-{seed}"})
+
+
+def _run(problem: Problem, name: str, planner: str, limit: float, workers: int) -> tuple[str, bool, bool]:
+    """The table row, whether the plan is proven optimal, and whether the proven bound is above the load."""
+    c0, w0 = time.process_time(), time.perf_counter()
+    opts = {"workers": workers} if workers else {}
+    plan = solve(problem, planner, time_limit=limit, **opts)
+    cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+    peak, bound = plan.peak.get("mem"), plan.lower_bound["mem"]
+    load = lower_bounds(problem).lower["mem"]
+    win = plan.stats.get("window_bound") or (plan.stats.get("search_stats") or {}).get("window_bound")
+    raised = "" if not isinstance(win, dict) else f"{win['bound']} ({win['windows']} windows)"
+    return (f"| {name} | {len(problem.buffers)} | {planner} | {plan.status.value} | {peak} | {bound} | {load} | "
+            f"{raised} | {cpu:.1f} | {wall:.1f} |", plan.status.value == "OPTIMAL", bound > load)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("family", choices=["challenging", "tight"])
+    ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--planner", default="auto")
+    ap.add_argument("--seeds", default="0:20")
+    ap.add_argument("--workers", type=int, default=0, help="0: the planner's default")
+    ap.add_argument("--unsettled", action="store_true", help="list only rows not proven at the load bound")
+    ap.add_argument("--compare", action="store_true", help="each instance without and with the window bounds")
+    args = ap.parse_args(argv)
+    print(f"$ python {' '.join(sys.argv)}\n\nload average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())}\n")
+    print("| instance | buffers | planner | status | peak | proven bound | load bound | window bound | CPU s | wall s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    if args.family == "challenging":
+        cases = [(p.stem.split(".")[0], read_problem(p)) for p in sorted(SHARED.glob("[A-Z].*.csv"))]
+        cases = [(n, Problem(p.buffers, (Memory("mem"),))) for n, p in cases]  # the capacity is not ours here
+    else:
+        lo, hi = (int(x) for x in args.seeds.split(":"))
+        cases = [(f"tight-{s}", tight_instance(s)) for s in range(lo, hi)]
+    share = search_planner.WINDOW_SHARE
+    shares = (0.0, share) if args.compare else (share,)
+    proven, above = dict.fromkeys(shares, 0), dict.fromkeys(shares, 0)
+    for name, problem in cases:
+        for ws in shares:
+            search_planner.WINDOW_SHARE = ws
+            row, opt, up = _run(problem, name + ("" if not args.compare else f" (windows {ws})"), args.planner,
+                                args.time_limit, args.workers)
+            proven[ws] += opt
+            above[ws] += up
+            if not (args.unsettled and opt and not up):
+                print(row, flush=True)
+    search_planner.WINDOW_SHARE = share
+    for ws in shares:
+        print(f"\nwindow share {ws}: {proven[ws]} of {len(cases)} proven optimal, {above[ws]} with a bound proven "
+              "above the load bound")
+    print(f"\nload average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
