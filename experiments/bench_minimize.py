@@ -9,9 +9,11 @@ is one such; its profile is flat near the peak): every step carries the same liv
 (buffers end at random, new ones of random sizes fill the room back to ``cells``), so a plan at
 the load bound is a perfect packing at every step, which the contiguity of buffers often
 forbids. Small ones are brute-forced in the tests; here they are sized so that the whole search
-cannot always refute the load bound in seconds. ``--compare`` runs each instance twice, without
-the window bounds (``WINDOW_SHARE`` = 0) and with them, side by side. Times are CPU seconds of this
-process (the search's workers are forked: ``--planner search`` runs one worker), with the load.
+cannot always refute the load bound in seconds (``--cells``, ``--steps``, ``--largest`` size them).
+``--compare`` runs each instance twice, old (no window bounds in the search, ``WINDOW_SHARE`` = 0,
+and no CP-SAT decisions at the bound in auto, ``FLOOR_DECISION_SHARE`` = 0) and new, side by side. Times are CPU seconds of this
+process (auto's search member and the search's workers are forked processes, not counted: wall
+seconds too), with the load.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from optplan.bounds import lower_bounds
 from optplan.formats import read_problem
 from optplan.planners import solve
 from optplan.problem import Buffer, Memory, Problem
+from optplan import portfolio
 from optplan.search import planner as search_planner
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "minimalloc"
@@ -79,8 +82,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--planner", default="auto")
     ap.add_argument("--seeds", default="0:20")
     ap.add_argument("--workers", type=int, default=0, help="0: the planner's default")
+    ap.add_argument("--cells", default="16:32", help="tight: range of the live load per step, in KiB")
+    ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--largest", type=int, default=10, help="tight: largest buffer, KiB")
     ap.add_argument("--unsettled", action="store_true", help="list only rows not proven at the load bound")
-    ap.add_argument("--compare", action="store_true", help="each instance without and with the window bounds")
+    ap.add_argument("--compare", action="store_true", help="each instance old (no window bounds, no CP-SAT floor decisions) and new")
     args = ap.parse_args(argv)
     print(f"$ python {' '.join(sys.argv)}\n\nload average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())}\n")
     print("| instance | buffers | planner | status | peak | proven bound | load bound | window bound | CPU s | wall s |")
@@ -90,22 +96,24 @@ def main(argv: list[str] | None = None) -> int:
         cases = [(n, Problem(p.buffers, (Memory("mem"),))) for n, p in cases]  # the capacity is not ours here
     else:
         lo, hi = (int(x) for x in args.seeds.split(":"))
-        cases = [(f"tight-{s}", tight_instance(s)) for s in range(lo, hi)]
-    share = search_planner.WINDOW_SHARE
+        cells = tuple(int(x) for x in args.cells.split(":"))
+        cases = [(f"tight-{s}", tight_instance(s, (cells[0], cells[1]), args.steps, args.largest)) for s in range(lo, hi)]
+    share, floor_share = search_planner.WINDOW_SHARE, portfolio.FLOOR_DECISION_SHARE
     shares = (0.0, share) if args.compare else (share,)
     proven, above = dict.fromkeys(shares, 0), dict.fromkeys(shares, 0)
     for name, problem in cases:
         for ws in shares:
             search_planner.WINDOW_SHARE = ws
-            row, opt, up = _run(problem, name + ("" if not args.compare else f" (windows {ws})"), args.planner,
+            portfolio.FLOOR_DECISION_SHARE = floor_share if ws else 0.0
+            row, opt, up = _run(problem, name + ("" if not args.compare else (" (new)" if ws else " (old)")), args.planner,
                                 args.time_limit, args.workers)
             proven[ws] += opt
             above[ws] += up
             if not (args.unsettled and opt and not up):
                 print(row, flush=True)
-    search_planner.WINDOW_SHARE = share
+    search_planner.WINDOW_SHARE, portfolio.FLOOR_DECISION_SHARE = share, floor_share
     for ws in shares:
-        print(f"\nwindow share {ws}: {proven[ws]} of {len(cases)} proven optimal, {above[ws]} with a bound proven "
+        print(f"\n{'new' if ws else 'old'}: {proven[ws]} of {len(cases)} proven optimal, {above[ws]} with a bound proven "
               "above the load bound")
     print(f"\nload average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0

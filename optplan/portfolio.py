@@ -72,6 +72,8 @@ EARLY_SHARE = 0.85  # of the time left: the early search's limit (validating and
 STAGING_SHARE = 0.8
 PACK_SEARCH_SHARE = 0.4  # of the time for one memory's selected units, for the search (CP-SAT gets the rest)
 LNS_FREE, LNS_BAND = 40, 0.05  # units freed by the first move, and the height of its band (fraction of the peak)
+# of an exact member's time, for CP-SAT's decisions at the proven bound before it minimizes (one memory)
+FLOOR_DECISION_SHARE = 0.3
 LNS_MOVE_DTIME = 0.01  # deterministic seconds an LNS move costs at least (building it, reading it back)
 
 
@@ -484,7 +486,7 @@ def _solve_part(part: Part, clock: Deadline, settings: Settings, objective: Obje
         verdict = _take_search(plan, name, part, inc, proven, reached, stats)
         if verdict is not None:
             return verdict
-    exact = _exact(part, clock, settings, objective, inc, seed, reached, stats)
+    exact = _exact(part, clock, settings, objective, inc, seed, reached, stats, proven)
     return exact.result(part, inc, stats)
 
 
@@ -567,7 +569,7 @@ def _race(part: Part, clock: Deadline, settings: Settings, objective: Objective,
     watcher = threading.Thread(target=wait, daemon=True, name=f"optplan-{name}")
     watcher.start()
     exact = _exact(part, exact_clock, replace(settings, workers=max(1, settings.workers - mine)), objective, inc,
-                   seed, reached, stats)
+                   seed, reached, stats, proven)
     if exact.settled:
         searching.halt()
     watcher.join()
@@ -598,11 +600,20 @@ class _Exact:
 
 
 def _exact(part: Part, clock: Deadline, settings: Settings, objective: Objective, inc: Incumbent, seed: int,
-           reached: Callable[[list[Choice] | None], bool], stats: dict[str, object]) -> _Exact:
-    """CP-SAT on the whole part, warm-started from the incumbent, until it stalls; then LNS while
-    time is left, and CP-SAT once more if LNS improved the plan. Parts too large for the full
-    model get LNS only. Stops early at a proof, a plan at the goal, or a halt."""
+           reached: Callable[[list[Choice] | None], bool], stats: dict[str, object],
+           proven: dict[str, int] | None = None) -> _Exact:
+    """CP-SAT on the whole part: decisions at the proven bound first (``_floor_decisions``), then
+    minimization warm-started from the incumbent until it stalls; then LNS while time is left, and
+    CP-SAT once more if LNS improved the plan. Parts too large for the full model get LNS only.
+    Stops early at a proof, a plan at the goal, or a halt. ``proven``: per-memory bounds (bytes)
+    proven so far, raised here by refuted decisions."""
     left = clock.left
+    incumbent, _ = inc.get()
+    if reached(incumbent):
+        return _Exact(message=stop_reason(clock))
+    if (len(part.units) <= FULL_MODEL_MAX_UNITS and proven is not None
+            and _floor_decisions(part, clock, settings, objective, inc, proven, stats)):
+        return _Exact(optimal=True)
     incumbent, _ = inc.get()
     if reached(incumbent):
         return _Exact(message=stop_reason(clock))
@@ -655,6 +666,41 @@ def _exact(part: Part, clock: Deadline, settings: Settings, objective: Objective
             return _Exact(pm, True, bound=out.bound)
         best_bound = max(best_bound or 0, out.bound or 0) or None
     return _Exact(pm, bound=best_bound, message=stop_reason(clock))
+
+
+def _floor_decisions(part: Part, clock: Deadline, settings: Settings, objective: Objective, inc: Incumbent,
+                     proven: dict[str, int], stats: dict[str, object]) -> bool:
+    """Minimizing one memory, CP-SAT decides "a plan with peak <= the proven bound?" on up to
+    ``FLOOR_DECISION_SHARE`` of the time: no plan raises the bound by one grid unit and the next
+    decision follows; a plan is optimal (True); an undecided one ends the decisions. Minimization
+    rarely proves a bound above the live load, while a decision at it often refutes it or finds the
+    perfect packing (tight generated instances: experiments/bench_minimize.py)."""
+    if not objective.optimizes or len(part.memories) != 1 or not clock.limited:
+        return False
+    m = part.memories[0]
+    floor = max(part.lower.get(m, 0), -(-proven.get(m, 0) // part.scale))
+    budget = clock.share(FLOOR_DECISION_SHARE)
+    decided = 0
+    while budget.left() > 0 and not clock.expired():
+        best, _ = inc.get()
+        if best is not None and part_peaks(part, best)[m] <= floor:
+            return True
+        try:
+            pm = PartModel(part, Objective.parse("feasible", part.problem), ceiling={m: floor})
+        except OverflowError:
+            return False
+        out = run(pm, settings, budget)
+        if out.choices is not None:
+            inc.offer(out.choices, "cpsat-floor")
+            stats["cpsat_floor"] = {"decisions": decided + 1, "found_at": floor * part.scale}
+            return True  # at a proven bound
+        if not out.infeasible:
+            break
+        decided += 1
+        floor += 1
+        proven[m] = max(proven.get(m, 0), floor * part.scale)
+    stats["cpsat_floor"] = {"decisions": decided, "bound": floor * part.scale}
+    return False
 
 
 def _better(objective: Objective, part: Part, a: list[Choice], b: list[Choice]) -> bool:
