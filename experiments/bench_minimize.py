@@ -25,11 +25,11 @@ import sys
 import time
 from pathlib import Path
 
+from optplan import portfolio
 from optplan.bounds import lower_bounds
 from optplan.formats import read_problem
 from optplan.planners import solve
 from optplan.problem import Buffer, Memory, Problem
-from optplan import portfolio
 from optplan.search import planner as search_planner
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "minimalloc"

@@ -1,5 +1,5 @@
-"""Window bounds: a time window's clipped sub-instance proves bounds above the live load, never
-above the optimum."""
+"""Bounds above the live load: a time window's clipped sub-instance (the search), and CP-SAT's
+decisions at the proven bound (auto); never above the optimum."""
 
 from __future__ import annotations
 
@@ -7,13 +7,18 @@ from brute_force import brute_force_optimum
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from optplan import portfolio
 from optplan.bounds import lower_bounds
 from optplan.deadline import Deadline
+from optplan.incumbent import Incumbent
+from optplan.objective import Objective
 from optplan.plan import Status
 from optplan.planners import solve
 from optplan.problem import Buffer, Memory, Problem
 from optplan.search import engine, windows
 from optplan.search.instance import build
+from optplan.solvers.cpsat import Settings, part_peaks
+from optplan.solvers.reduce import reduce
 
 # every step holds 7 units, but no plan packs them in 7: the optimum is 8 (brute force, below)
 GADGET = [(0, 1, 5), (0, 2, 2), (1, 3, 3), (1, 3, 1), (2, 3, 1), (1, 4, 1), (2, 4, 1), (4, 5, 2), (3, 6, 5),
@@ -105,3 +110,19 @@ def test_window_bound_never_exceeds_the_optimum(p: Problem) -> None:
     load = lower_bounds(p).lower["mem"]
     out = windows.window_bound(p, load, Deadline(5))
     assert load <= out.bound <= _optimum(p)
+
+
+def test_cpsat_decisions_at_the_bound_refute_it_then_find_the_optimum() -> None:
+    """auto's CP-SAT decisions (portfolio._floor_decisions): the gadget's load bound 7 is refuted,
+    the bound rises to 8 and the plan found there is optimal."""
+    p = _problem(GADGET, scale=1024)
+    objective = Objective.parse("min-peak", p)
+    part = reduce(p, objective).parts[0]
+    inc = Incumbent(part, objective, None)
+    proven: dict[str, int] = {}
+    stats: dict[str, object] = {}
+    assert portfolio._floor_decisions(part, Deadline(30), Settings(1, 0), objective, inc, proven, stats)
+    assert proven["mem"] == 8 * 1024
+    best, _ = inc.get()
+    assert best is not None and part_peaks(part, best)["mem"] * part.scale == 8 * 1024
+    assert stats["cpsat_floor"] == {"decisions": 2, "found_at": 8 * 1024}
