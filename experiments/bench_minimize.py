@@ -82,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--planner", default="auto")
     ap.add_argument("--seeds", default="0:20")
     ap.add_argument("--workers", type=int, default=0, help="0: the planner's default")
+    ap.add_argument("--instances", default="", help="challenging: only these, e.g. A,D")
     ap.add_argument("--cells", default="16:32", help="tight: range of the live load per step, in KiB")
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--largest", type=int, default=10, help="tight: largest buffer, KiB")
@@ -93,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     if args.family == "challenging":
         cases = [(p.stem.split(".")[0], read_problem(p)) for p in sorted(SHARED.glob("[A-Z].*.csv"))]
-        cases = [(n, Problem(p.buffers, (Memory("mem"),))) for n, p in cases]  # the capacity is not ours here
+        cases = [(n, Problem(p.buffers, (Memory("mem"),))) for n, p in cases  # the capacity is not ours here
+                 if not args.instances or n in args.instances.split(",")]
     else:
         lo, hi = (int(x) for x in args.seeds.split(":"))
         cells = tuple(int(x) for x in args.cells.split(":"))
