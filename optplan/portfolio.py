@@ -670,12 +670,16 @@ def _exact(part: Part, clock: Deadline, settings: Settings, objective: Objective
 
 def _floor_decisions(part: Part, clock: Deadline, settings: Settings, objective: Objective, inc: Incumbent,
                      proven: dict[str, int], stats: dict[str, object]) -> bool:
-    """Minimizing one memory, CP-SAT decides "a plan with peak <= the proven bound?" on up to
-    ``FLOOR_DECISION_SHARE`` of the time: no plan raises the bound by one grid unit and the next
+    """Minimizing one memory on a wall clock, CP-SAT decides "a plan with peak <= the proven bound?"
+    on up to ``FLOOR_DECISION_SHARE`` of the time: no plan raises the bound by one grid unit and the next
     decision follows; a plan is optimal (True); an undecided one ends the decisions. Minimization
     rarely proves a bound above the live load, while a decision at it often refutes it or finds the
     perfect packing (tight generated instances: experiments/bench_minimize.py)."""
-    if not objective.optimizes or len(part.memories) != 1 or not clock.limited:
+    # not in deterministic mode: on minimalloc A at 2 deterministic seconds the decisions left LNS no
+    # move (5 without them), and the CP-SAT runs there are short shares already
+    if not objective.optimizes or len(part.memories) != 1 or not clock.limited or clock.deterministic:
+        return False
+    if FLOOR_DECISION_SHARE <= 0:
         return False
     m = part.memories[0]
     floor = max(part.lower.get(m, 0), -(-proven.get(m, 0) // part.scale))
