@@ -10,8 +10,8 @@ is one such; its profile is flat near the peak): every step carries the same liv
 the load bound is a perfect packing at every step, which the contiguity of buffers often
 forbids. Small ones are brute-forced in the tests; here they are sized so that the whole search
 cannot always refute the load bound in seconds (``--cells``, ``--steps``, ``--largest`` size them).
-``--compare`` runs each instance twice, old (no window bounds in the search, ``WINDOW_SHARE`` = 0,
-and no CP-SAT decisions at the bound in auto, ``FLOOR_DECISION_SHARE`` = 0) and new, side by side. Times are CPU seconds of this
+``--compare`` runs each instance twice, old (no CP-SAT decisions at the proven bound in auto,
+``FLOOR_DECISION_SHARE`` = 0) and new, side by side. Times are CPU seconds of this
 process (auto's search member and the search's workers are forked processes, not counted: wall
 seconds too), with the load.
 """
@@ -30,7 +30,6 @@ from optplan.bounds import lower_bounds
 from optplan.formats import read_problem
 from optplan.planners import solve
 from optplan.problem import Buffer, Memory, Problem
-from optplan.search import planner as search_planner
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "minimalloc"
 
@@ -69,10 +68,10 @@ def _run(problem: Problem, name: str, planner: str, limit: float, workers: int) 
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     peak, bound = plan.peak.get("mem"), plan.lower_bound["mem"]
     load = lower_bounds(problem).lower["mem"]
-    win = plan.stats.get("window_bound") or (plan.stats.get("search_stats") or {}).get("window_bound")
-    raised = "" if not isinstance(win, dict) else f"{win['bound']} ({win['windows']} windows)"
+    floor = plan.stats.get("cpsat_floor")
+    decided = "" if not isinstance(floor, dict) else f"{floor['decisions']}"
     return (f"| {name} | {len(problem.buffers)} | {planner} | {plan.status.value} | {peak} | {bound} | {load} | "
-            f"{raised} | {cpu:.1f} | {wall:.1f} |", plan.status.value == "OPTIMAL", bound > load)
+            f"{decided} | {cpu:.1f} | {wall:.1f} |", plan.status.value == "OPTIMAL", bound > load)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,10 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--largest", type=int, default=10, help="tight: largest buffer, KiB")
     ap.add_argument("--unsettled", action="store_true", help="list only rows not proven at the load bound")
-    ap.add_argument("--compare", action="store_true", help="each instance old (no window bounds, no CP-SAT floor decisions) and new")
+    ap.add_argument("--compare", action="store_true", help="each instance old (no CP-SAT decisions at the bound) and new")
     args = ap.parse_args(argv)
     print(f"$ python {' '.join(sys.argv)}\n\nload average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())}\n")
-    print("| instance | buffers | planner | status | peak | proven bound | load bound | window bound | CPU s | wall s |")
+    print("| instance | buffers | planner | status | peak | proven bound | load bound | CP-SAT decisions at the bound | CPU s | wall s |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     if args.family == "challenging":
         cases = [(p.stem.split(".")[0], read_problem(p)) for p in sorted(SHARED.glob("[A-Z].*.csv"))]
@@ -100,20 +99,19 @@ def main(argv: list[str] | None = None) -> int:
         lo, hi = (int(x) for x in args.seeds.split(":"))
         cells = tuple(int(x) for x in args.cells.split(":"))
         cases = [(f"tight-{s}", tight_instance(s, (cells[0], cells[1]), args.steps, args.largest)) for s in range(lo, hi)]
-    share, floor_share = search_planner.WINDOW_SHARE, portfolio.FLOOR_DECISION_SHARE
+    share = portfolio.FLOOR_DECISION_SHARE
     shares = (0.0, share) if args.compare else (share,)
     proven, above = dict.fromkeys(shares, 0), dict.fromkeys(shares, 0)
     for name, problem in cases:
         for ws in shares:
-            search_planner.WINDOW_SHARE = ws
-            portfolio.FLOOR_DECISION_SHARE = floor_share if ws else 0.0
+            portfolio.FLOOR_DECISION_SHARE = ws
             row, opt, up = _run(problem, name + ("" if not args.compare else (" (new)" if ws else " (old)")), args.planner,
                                 args.time_limit, args.workers)
             proven[ws] += opt
             above[ws] += up
             if not (args.unsettled and opt and not up):
                 print(row, flush=True)
-    search_planner.WINDOW_SHARE, portfolio.FLOOR_DECISION_SHARE = share, floor_share
+    portfolio.FLOOR_DECISION_SHARE = share
     for ws in shares:
         print(f"\n{'new' if ws else 'old'}: {proven[ws]} of {len(cases)} proven optimal, {above[ws]} with a bound proven "
               "above the load bound")

@@ -16,14 +16,8 @@ from optplan.deadline import Deadline
 from optplan.objective import Objective
 from optplan.planners import Result, planner
 from optplan.problem import Problem, Unit
-from optplan.search import engine, windows
+from optplan.search import engine
 from optplan.search.instance import build, unsupported
-from optplan.search.windows import WindowBound
-
-# of a minimization's time, for the window bounds (``windows``) before the search: on minimalloc A-E
-# every window packs at the load bound in 0.1-1.7 CPU s in all; on tight generated instances
-# (experiments/bench_minimize.py) a window proves what the whole search cannot
-WINDOW_SHARE = 0.1
 
 
 def time_parts(units: list[Unit]) -> list[list[Unit]]:
@@ -45,15 +39,6 @@ def time_parts(units: list[Unit]) -> list[list[Unit]]:
     return parts
 
 
-def _window_bound(problem: Problem, objective: Objective, deadline: Deadline, seed: int) -> WindowBound | None:
-    """Minimization of one plain memory: a bound above the live load from time windows first
-    (``windows``), on ``WINDOW_SHARE`` of the time; None where that does not apply."""
-    if not objective.optimizes or not windows.supported(problem):
-        return None
-    return windows.window_bound(problem, lower_bounds(problem).lower[problem.memory_names[0]],
-                                deadline.share(WINDOW_SHARE), seed)
-
-
 # memory choice is no branching decision of the search: the registry routes such problems to auto
 @planner("search", prepare=engine.ensure_compiled, declines=unsupported)
 def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1,
@@ -66,10 +51,7 @@ def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1
     minimization stops at a plan under them instead of proving this part's own lower optimum."""
     objective = Objective.parse(objective, problem)
     compile_seconds = engine.ensure_compiled()
-    lower = dict(lower_bounds(problem).lower)
-    windowed = _window_bound(problem, objective, deadline, seed)
-    if windowed is not None:
-        lower[problem.memory_names[0]] = max(lower[problem.memory_names[0]], windowed.bound)
+    lower = lower_bounds(problem).lower
     by_memory = {m: [u for u in problem.units if u.memories[0] == m] for m in problem.memory_names}
     # smaller parts first: the time they leave unused passes on to the larger ones
     jobs = [(m, part) for m, units in by_memory.items() for part in sorted(time_parts(units), key=len)]
@@ -113,11 +95,9 @@ def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1
             if peak.get(m, 0) > max(bound[m], enough.get(m, 0)) and m not in noted:
                 messages.append(f"memory {m!r}: {deadline.cancelled or 'time limit reached'}; peak {peak[m]}, "
                                 f"proven bound {bound[m]}")
-    info: dict[str, object] = {"nodes": stats.nodes, "nodes_per_second": round(stats.rate), "compile_seconds": round(compile_seconds, 3),
+    info = {"nodes": stats.nodes, "nodes_per_second": round(stats.rate), "compile_seconds": round(compile_seconds, 3),
             "search_seconds": round(stats.seconds, 3), "runs": stats.runs, "dive_peak": dive_peaks,
             "winning_orderings": sorted(stats.winners)}
-    if windowed is not None:
-        info["window_bound"] = {"bound": windowed.bound, "windows": windowed.tried, "raised_by": windowed.raised_by}
     if deadline.deterministic:
         info["deterministic_seconds"] = round(stats.nodes / engine.NODES_PER_SECOND, 3)
     if infeasible:
