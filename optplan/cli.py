@@ -27,9 +27,9 @@ from optplan.formats.native_json import plan_to_dict
 from optplan.lifecycle import interruptible
 from optplan.memspec import parse_memories
 from optplan.objective import Objective
-from optplan.plan import Plan, Status, peaks, usage_curve
+from optplan.plan import Plan, Status, peaks
 from optplan.problem import Problem
-from optplan.report.summary import infeasible_proof, memory_rows, objective_words
+from optplan.report.summary import MemoryRow, infeasible_proof, memory_rows, objective_words
 from optplan.validate import validate
 
 EXIT_OK, EXIT_NO_PLAN, EXIT_USAGE = 0, 1, 2
@@ -94,16 +94,15 @@ def _hierarchy(problem: Problem, args: argparse.Namespace) -> Problem:
     return problem.with_memories(parse_memories(args.memory))
 
 
-def _plan_table(problem: Problem, plan: Plan) -> Table:
+def _plan_table(problem: Problem, plan: Plan, rows: list[MemoryRow]) -> Table:
     t = Table(title=f"{plan.planner}: {plan.status.value} in {plan.seconds:.2f} s", title_justify="left", box=box.SIMPLE_HEAD)
     two = len(problem.memories) > 1
     cols = ("memory", "capacity", "peak", "lower bound", "gap", "step of peak", "buffers") + (("bytes", "benefit") if two else ())
     for col in cols:
         t.add_column(col, justify="left" if col == "memory" else "right", no_wrap=True)
-    for r in memory_rows(problem, plan):
-        step = usage_curve(problem, plan.placements, r.name).peak_step if not problem.concurrent else None
+    for r in rows:
         t.add_row(r.name, _bytes(r.capacity), _bytes(r.peak), _bytes(r.bound), _pct(r.gap),
-                  "-" if step is None else str(step), str(r.buffers), *((_bytes(r.bytes), _bytes(r.benefit)) if two else ()))
+                  "-" if r.step is None else str(r.step), str(r.buffers), *((_bytes(r.bytes), _bytes(r.benefit)) if two else ()))
     return t
 
 
@@ -115,11 +114,12 @@ def _print_plan(problem: Problem, plan: Plan) -> None:
     if not plan.found:
         out.print(f"{plan.planner}: {plan.status.value} in {plan.seconds:.2f} s: {plan.message or 'no plan found'}", markup=False)
         return
-    out.print(_plan_table(problem, plan))
+    rows = memory_rows(problem, plan)
+    out.print(_plan_table(problem, plan, rows))
     if plan.message:
         out.print(plan.message, markup=False)
     gap = "" if plan.gap is None else f" (gap {_pct(plan.gap)})"
-    out.print(objective_words(problem, plan) + gap, markup=False)
+    out.print(objective_words(problem, plan, rows) + gap, markup=False)
 
 
 def _progress_printer() -> tuple[Callable[[dict], None] | None, Callable[[], None]]:
@@ -139,7 +139,6 @@ def _deadline(args: argparse.Namespace) -> Deadline:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    planners.prepare_planner(args.planner)  # compiling is not the user's time
     deadline = _deadline(args)
     with interruptible(deadline) as signals:
         problem = _load(args)
@@ -359,7 +358,7 @@ def cmd_import_solution(args: argparse.Namespace) -> int:
     if args.json:
         out.print(json.dumps(plan_to_dict(plan)), markup=False)
     else:
-        out.print(_plan_table(problem, plan))
+        out.print(_plan_table(problem, plan, memory_rows(problem, plan)))
         out.print(f"{plan.message}; plan written to {args.output}", markup=False)
     return EXIT_OK
 
@@ -489,12 +488,24 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("planners", help="list the registered planners")
     s.set_defaults(run=cmd_planners)
+
+    s = sub.add_parser("warmup", help="compile the numba kernels into numba's on-disk cache (once after an install)")
+    s.set_defaults(run=cmd_warmup)
     return p
 
 
 def cmd_planners(args: argparse.Namespace) -> int:
     out.print("\n".join(planners.names()), markup=False)
     return EXIT_OK
+
+
+def cmd_warmup(args: argparse.Namespace) -> int:
+    from optplan import jit
+
+    for group, seconds in jit.warmup().items():
+        out.print(f"{group}: {'compiled' if jit.compiled(group) else 'NOT compiled'} in {seconds:.1f} s", markup=False)
+    out.print(f"numba's cache: {jit.cache_dir()}", markup=False)
+    return EXIT_OK if all(jit.compiled(g) for g in jit.GROUPS) else EXIT_NO_PLAN
 
 
 def main(argv: Sequence[str] | None = None) -> int:

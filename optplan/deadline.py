@@ -9,7 +9,9 @@ instance, the seed and the limit, never on the machine's load. A part charges it
 ``cancel()`` (a signal handler, on any thread) makes every part of the tree expired at once and
 runs the hooks that running solvers registered to stop themselves. ``halt()`` does the same for
 one part and the parts cut from it (members of a portfolio racing on a part: the first proof
-stops the others), leaving the rest of the tree running.
+stops the others), leaving the rest of the tree running. ``current()`` is the deadline of the
+planner running in this thread (the registry sets it), for the loops deep below a planner that
+takes none (a greedy pass) to poll.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 
 class Deadline:
@@ -79,6 +82,11 @@ class Deadline:
     def expired(self) -> bool:
         return self.left() <= 0.0
 
+    def room(self, seconds: float) -> bool:
+        """Whether work of ``seconds`` (deterministic seconds in that mode) ends before the deadline."""
+        left = self.left()
+        return left > 0.0 and left >= seconds
+
     def part(self, seconds: float | None) -> Deadline:
         """A sub-budget of at most ``seconds`` (None: all that is left) whose spending counts here too."""
         return Deadline(seconds, parent=self)
@@ -132,3 +140,38 @@ class Deadline:
         finally:
             with root.lock:
                 root.hooks.remove(entry)
+
+
+class Pacer:
+    """A loop of passes of about the same cost on ``deadline`` (greedy passes, hill-climbing steps):
+    ``another()`` at the end of each pass says whether one more fits in what is left, at the mean
+    pass so far (passes timed from one call to the next, the first from the Pacer's making; in
+    deterministic mode at ``cost``, the deterministic seconds the caller spends per pass). So no
+    pass starts that would end late, and one slow pass on a loaded machine does not end the loop."""
+
+    def __init__(self, deadline: Deadline, cost: float = 0.0) -> None:
+        self.deadline, self.cost = deadline, cost
+        self.passes, self.total, self.mark = 0, 0.0, time.perf_counter()
+
+    def another(self) -> bool:
+        now = time.perf_counter()
+        self.passes, self.total, self.mark = self.passes + 1, self.total + now - self.mark, now
+        return self.deadline.room(self.cost if self.deadline.deterministic else self.total / self.passes)
+
+
+_CURRENT: ContextVar[Deadline | None] = ContextVar("optplan_deadline", default=None)
+
+
+def current() -> Deadline:
+    """The deadline of the planner running in this thread; outside one, no limit."""
+    return _CURRENT.get() or Deadline(None)
+
+
+@contextmanager
+def running(deadline: Deadline) -> Iterator[None]:
+    """Within the block, ``current()`` is ``deadline`` (the planner registry runs every planner so)."""
+    token = _CURRENT.set(deadline)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)

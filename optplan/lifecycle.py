@@ -52,12 +52,14 @@ atexit.register(kill_children)
 
 
 def run_child(args: Sequence[str], deadline: Deadline, grace: float = 1.0, stop: int = signal.SIGINT,
-              log: IO | None = None, late: float = 0.0, wall: float | None = None) -> tuple[int, bool]:
-    """Run ``args`` to its end, or a wall-clock deadline (+ ``late`` seconds: the child's own limit
-    should fire first), its cancellation or ``wall`` seconds (a deterministic deadline's cap); then
-    ``stop`` its group, and SIGKILL after ``grace``. Returns its exit code and whether it was stopped."""
+              log: IO | None = None, late: float = 0.0, wall: float | None = None,
+              env: dict[str, str] | None = None) -> tuple[int, bool]:
+    """Run ``args`` (in ``env``, default this process's) to its end, or a wall-clock deadline (+ ``late``
+    seconds: the child's own limit should fire first), its cancellation or ``wall`` seconds (a
+    deterministic deadline's cap); then ``stop`` its group, and SIGKILL after ``grace``. Returns its
+    exit code and whether it was stopped."""
     proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log or subprocess.DEVNULL,
-                            stderr=subprocess.STDOUT if log else subprocess.DEVNULL, start_new_session=True)
+                            stderr=subprocess.STDOUT if log else subprocess.DEVNULL, start_new_session=True, env=env)
     with _lock:
         _groups.add(proc.pid)
     start = time.perf_counter()

@@ -13,13 +13,15 @@ import difflib
 import importlib
 import inspect
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from os import PathLike
 
+from optplan import jit
 from optplan.bounds import lower_bounds
-from optplan.deadline import Deadline
+from optplan.deadline import Deadline, current, running
 from optplan.errors import OptplanError, PlannerBug
 from optplan.objective import Objective
 from optplan.plan import Placement, Plan, Status, peaks
@@ -50,28 +52,33 @@ class Result:
 
 
 PlannerFn = Callable[..., Result]
-# options of every planner that takes a ``deadline``: the registry turns them into one Deadline
+# options of every planner: the registry turns them into one Deadline
 TIME_OPTIONS = frozenset({"time_limit", "deterministic", "deadline"})
 _REGISTRY: dict[str, Callable[..., Plan]] = {}
 ROUTE = "auto"  # where a problem goes that its planner declines (``planner(declines=...)``)
 _loaded = False
 
 
-def planner(name: str, clocks: bool = False, prepare: Callable[[], object] | None = None,
+def planner(name: str, clocks: bool = False, anytime: bool = False,
             declines: Callable[[Problem], str | None] | None = None) -> Callable[[PlannerFn], Callable[..., Plan]]:
     """Register ``fn`` under ``name``; the returned function yields validated Plans.
     ``clocks``: it handles concurrent lifetimes (vector clocks); others refuse such problems.
-    ``prepare`` runs once before the planner's deadline starts (compiling kernels: see ``prepare``).
+    ``anytime``: it improves its plan for as long as its deadline allows (hill-climb); the others
+    make their plan and end, and a deadline (if ``fn`` takes one) only cuts them short.
     ``declines(problem)``: why the planner cannot take a problem (e.g. the search: memory choice),
     or None; such a problem goes to ``ROUTE`` (``stats["routed_to"]``, and the reason in the
     message), so no planner answers UNKNOWN where the portfolio finds a plan, and no planner
-    below the portfolio imports it."""
+    below the portfolio imports it.
+
+    Every planner runs under one Deadline (options ``time_limit``/``deterministic``/``deadline``),
+    counted from the call: the kernels it needs are loaded (or, without a limit, compiled) within it
+    (``optplan.jit``), ``fn`` gets it less the time to check and report the plan (``FINISH_*``), and
+    code deep below ``fn`` polls it through ``optplan.deadline.current()``."""
 
     def register(fn: PlannerFn) -> Callable[..., Plan]:
-        accepted = set(inspect.signature(fn).parameters) - {"problem"}
-        timed = "deadline" in accepted
-        if timed:
-            accepted |= TIME_OPTIONS
+        params = set(inspect.signature(fn).parameters) - {"problem"}
+        takes_deadline = "deadline" in params
+        accepted = params | TIME_OPTIONS
 
         def run(problem: Problem, **options: object) -> Plan:
             t0 = time.perf_counter()
@@ -84,22 +91,23 @@ def planner(name: str, clocks: bool = False, prepare: Callable[[], object] | Non
             objective = Objective.parse(options.pop("objective", None), problem)  # type: ignore[arg-type]
             if "objective" in accepted:
                 options["objective"] = objective
-            if timed:
-                if options.get("deadline") is None:
-                    prepare_planner(name)  # before a deadline made here starts
-                options["deadline"] = make_deadline(options)
+            deadline = make_deadline(options)
+            jit.prepare(deadline)
+            inner = _planning_part(problem, deadline)
+            if takes_deadline:
+                options["deadline"] = inner
             bounds = lower_bounds(problem)
             if bounds.infeasible is not None:
                 result = Result(None, proven_infeasible=True, message=bounds.infeasible)
-            elif declines is not None and (why := declines(problem)):
-                result = _route(problem, options, name, why)
             else:
-                result = fn(problem, **options)
-            reason = options["deadline"].cancelled if timed else None  # type: ignore[attr-defined]
+                with running(inner):
+                    why = declines(problem) if declines is not None else None
+                    result = _route(problem, options, name, why) if why else fn(problem, **options)
+            _note(result, jit.note())
+            reason = deadline.cancelled
             if reason:
                 result.stats["stopped"] = reason
-                if reason not in result.message:
-                    result.message = f"{result.message}; {reason}" if result.message else reason
+                _note(result, (reason, None))
             return finish(problem, result, name, time.perf_counter() - t0, objective)
 
         run.__name__ = fn.__name__
@@ -107,7 +115,7 @@ def planner(name: str, clocks: bool = False, prepare: Callable[[], object] | Non
         run.__wrapped__ = fn  # type: ignore[attr-defined]
         run.options = accepted  # type: ignore[attr-defined]
         run.clocks = clocks  # type: ignore[attr-defined]
-        run.prepare = prepare  # type: ignore[attr-defined]
+        run.anytime = anytime  # type: ignore[attr-defined]
         run.declines = declines  # type: ignore[attr-defined]
         if name in _REGISTRY:
             raise RuntimeError(f"planner {name!r} registered twice")
@@ -128,12 +136,51 @@ def _route(problem: Problem, options: dict[str, object], name: str, why: str) ->
     return result
 
 
-def prepare_planner(name: str) -> None:
-    """What a planner needs before it can start (e.g. numba compiling the search kernels, 18 s the
-    first time after an install): done outside any time limit, since the user asked for none of it."""
-    prep = getattr(get(name), "prepare", None)
-    if prep is not None:
-        prep()
+# CPU seconds to validate, report and write a plan, per buffer (idealloc/S_1, 28.5k buffers: about
+# 1.4 s for the validator, the plan's figures, the CLI's table and the plan file), kept from a
+# wall-clock limit: times the machine's load per core (at load 9 on 2 cores a CPU second took 4-6
+# wall seconds), at most FINISH_SHARE of the time left.
+FINISH_SECONDS_PER_BUFFER = 5e-5
+FINISH_SHARE = 0.5
+
+
+def _planning_part(problem: Problem, deadline: Deadline) -> Deadline:
+    """What ``deadline`` leaves the planner once the plan's checking and reporting are set aside."""
+    if not deadline.limited or deadline.deterministic:
+        return deadline
+    left = deadline.left()
+    finish = FINISH_SECONDS_PER_BUFFER * len(problem.buffers) * _slowdown()
+    return deadline.part(left - min(FINISH_SHARE * left, finish))
+
+
+def _slowdown() -> float:
+    """Wall seconds per CPU second of one thread now: the load average per core (this process
+    included), at least 1 (1 where the system does not say)."""
+    try:
+        return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    except OSError:
+        return 1.0
+
+
+POLL_EVERY = 256  # units a pure-Python pass places between looks at its deadline (a shorter one is never cut)
+
+
+def cut(what: str, deadline: Deadline | None = None) -> Result:
+    """No plan: ``deadline`` (default: the running planner's) ran out while ``what`` ("placing 3 of 9
+    units"); the message and ``stats["cut"]`` say so."""
+    reason = (deadline or current()).cancelled or "time limit reached"
+    return Result(None, message=f"{reason} while {what}", stats={"cut": what})
+
+
+def _note(result: Result, note: tuple[str, dict[str, object] | None] | None) -> None:
+    """Add ``note`` (message, ``stats["jit"]``) to ``result`` once."""
+    if note is None:
+        return
+    text, jit_stats = note
+    if jit_stats is not None:
+        result.stats["jit"] = jit_stats
+    if text not in result.message:
+        result.message = f"{result.message}; {text}" if result.message else text
 
 
 def make_deadline(options: dict[str, object]) -> Deadline:

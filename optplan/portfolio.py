@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from optplan import planners
+from optplan import jit, planners
 from optplan.deadline import Deadline
 from optplan.heuristics.run import run_heuristics
 from optplan.incumbent import Incumbent
@@ -58,7 +58,6 @@ SEARCH_MEMBERS = ("search",)  # exact engines for single-memory parts, used if r
 # interrupted from here, and on very large parts its set-up and first dives are not (idealloc/S_1,
 # 28,526 buffers: about 0.25 ms per unit for the search's dives)
 SEARCH_MAX_UNITS = 5000
-HEURISTIC_SHARE = 0.05  # deterministic mode: the share charged to the heuristics (about what branch deadline gave hill-climb)
 SEARCH_SECONDS_PER_UNIT = 1e-3
 # seconds the search runs alone on a part before it races CP-SAT and LNS from a forked process: most
 # parts are answered sooner than a fork (0.1 s) and CP-SAT's model (guillotine-2 at 1 MiB: three parts
@@ -97,23 +96,11 @@ def _auto_clocks(problem: Problem, best: Plan | None, objective: Objective, dead
     return exact
 
 
-def _heuristics_part(work: Deadline) -> Deadline:
-    """Wall clock: the heuristics pace themselves on what is left (run_heuristics); deterministic:
-    hill-climb's steps are charged, so cap them to leave the exact members their share."""
-    return work.share(HEURISTIC_SHARE) if work.deterministic and work.limited else work
-
-
 def _value(plan: Plan) -> tuple[int, float]:
     return (0 if plan.found else 1, plan.objective_value if plan.objective_value is not None else float("inf"))
 
 
-def _prepare_members() -> None:
-    for name in SEARCH_MEMBERS:
-        if name in planners.names():
-            planners.prepare_planner(name)
-
-
-@planner("auto", clocks=True, prepare=_prepare_members)
+@planner("auto", clocks=True)
 def auto(problem: Problem, deadline: Deadline, workers: int | None = None, seed: int = 0,
          objective: Objective | str | None = None, progress=None) -> Result:
     """Heuristics -> best as warm start -> exact search engine / CP-SAT / LNS per part; never
@@ -132,7 +119,7 @@ def auto(problem: Problem, deadline: Deadline, workers: int | None = None, seed:
     # follows (benefit first with memory choices: its selections, packed, are the plans that count,
     # and hill-climb's seconds, about as many as the constructive ones took, are the relaxation's)
     staging = objective.benefit_first and any(len(u.memories) > 1 for u in problem.units)
-    heur, errors = run_heuristics(problem, _heuristics_part(work), seed, workers - (early is not None),
+    heur, errors = run_heuristics(problem, work, seed, workers - (early is not None),
                                   improve=objective.optimizes and not staging, objective=objective)
     stats: dict[str, object] = {"heuristics": {p.planner: p.objective_value for p in heur},
                                 "heuristics_seconds": {p.planner: round(p.seconds, 2) for p in heur}}
@@ -158,7 +145,7 @@ def auto(problem: Problem, deadline: Deadline, workers: int | None = None, seed:
         relaxed = Problem(problem.buffers, tuple(replace(m, capacity=None) for m in problem.memories),
                           problem.relative, dict(problem.metadata))
         peaks_first = Objective(Goal.MIN_PEAK)  # what the descent minimises
-        rheur, _ = run_heuristics(relaxed, _heuristics_part(work), seed, workers, improve=True, objective=peaks_first)
+        rheur, _ = run_heuristics(relaxed, work, seed, workers, improve=True, objective=peaks_first)
         rbest = min(rheur, key=_value) if rheur else None
         stats["elastic_start"] = None if rbest is None else f"{rbest.planner}: {rbest.objective_value}"
         red = reduce(relaxed, peaks_first)
@@ -211,7 +198,7 @@ def _early_search(problem: Problem, work: Deadline, objective: Objective, seed: 
     not wait for the heuristics' time to run out (they did: S_1 ended at 1.0423)."""
     name = SEARCH_MEMBERS[0] if SEARCH_MEMBERS else ""
     if (len(problem.units) <= SEARCH_MAX_UNITS or problem.concurrent or not _can_race(Settings(workers), work)
-            or not work.limited or name not in planners.names()):
+            or not work.limited or name not in planners.names() or not jit.usable("search")):
         return None
     declines = getattr(planners.get(name), "declines", None)
     if declines is not None and declines(problem):
@@ -494,7 +481,7 @@ def _search_members(part: Part, clock: Deadline, settings: Settings, dived: bool
     """The registered exact search engines that take this part (one memory; a large part only
     when its time covers the search's set-up and first dives, and not when the search only dives
     there and has dived on the whole problem already: ``dived``)."""
-    if len(part.memories) != 1:
+    if len(part.memories) != 1 or not jit.usable("search"):  # no compiled kernels: it would run heuristics
         return []
     if dived and len(part.units) > SEARCH_MAX_UNITS and _dives_only(
             np.array([u.start for u in part.units], np.int64), np.array([u.end for u in part.units], np.int64)):

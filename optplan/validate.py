@@ -13,8 +13,13 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from optplan import jit
 from optplan.plan import Placement, offsets
 from optplan.problem import INT64_MAX, Buffer, Problem
+
+# Up to this many buffers per memory the sweep runs in Python (0.5 s at 28k) unless numba is up
+# already: loading numba for it costs about a second of CPU (a planner without kernels: cpsat, milp).
+PY_SWEEP_MAX = 50_000
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,13 @@ def _plain_valid(problem: Problem, placements: dict[str, Placement]) -> bool:
         return False
     held = np.flatnonzero(size > 0)
     order = held[np.argsort(cols.start[held], kind="stable")]
-    return not _any_overlap(cols.start[order], cols.end[order], off[order], off[order] + size[order])
+    return not _sweep(len(order))(cols.start[order], cols.end[order], off[order], off[order] + size[order])
+
+
+def _sweep(n: int) -> Any:
+    """``_any_overlap`` for ``n`` intervals: compiled, or the same code in Python while its kernel
+    may not be used (``optplan.jit``) or, up to ``PY_SWEEP_MAX``, while numba is not loaded yet."""
+    return _any_overlap if jit.usable("validate") and (n > PY_SWEEP_MAX or jit.loaded()) else _any_overlap.py_func
 
 
 def _relative_roots(problem: Problem) -> dict[str, str]:
@@ -121,7 +132,7 @@ def _overlaps(problem: Problem, placements: dict[str, Placement], mems: dict, li
         end = np.array([b.end for b in bufs], np.int64)
         lo = np.array([placements[b.id].offset for b in bufs], np.int64)
         hi = lo + np.array([b.size for b in bufs], np.int64)
-        if not _any_overlap(start, end, lo, hi):
+        if not _sweep(len(bufs))(start, end, lo, hi):
             continue  # no two share a step and a byte even ignoring gaps and relative groups
         stop = np.searchsorted(start, end, side="left")  # j < stop[i] <=> start[j] < end[i]
         for i in range(len(bufs)):

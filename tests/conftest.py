@@ -18,3 +18,13 @@ def shared() -> Path:
     if not SHARED.is_dir():
         pytest.skip(f"benchmark instances not found at {SHARED} (../shared/benchmarks beside the repository)")
     return SHARED
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _compiled_kernels() -> None:
+    """The numba kernels compiled (or loaded from numba's on-disk cache) before any test: a test
+    with a time limit, in this process or a child, must find them compiled, or it runs without
+    them (optplan.jit), which tests/test_jit.py checks on purpose."""
+    from optplan import jit
+
+    jit.warmup()

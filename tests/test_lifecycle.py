@@ -24,17 +24,6 @@ ROOT = Path(__file__).resolve().parents[1]
 STARTUP_CPU = 2.5  # CPU seconds to import optplan and read minimalloc/D (measured 2.1 s)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _warm_numba_cache() -> None:
-    """Compile the numba kernels in this process first, which fills their on-disk cache: the
-    signal must reach a child that is solving, not one still compiling (a fresh checkout's first
-    run would be)."""
-    from optplan.search import engine
-
-    engine.ensure_compiled()
-    planners.solve(Problem([Buffer("a", 4, 0, 2), Buffer("b", 4, 1, 3)]), "greedy-size")
-
-
 def _start(args: list[str], tmp: Path) -> subprocess.Popen:
     """``optplan`` in a child with SIGINT at its default (a background job's children ignore it)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp))
@@ -131,13 +120,12 @@ def _generated(n: int, seed: int = 0) -> Problem:
     return Problem(tuple(out))
 
 
-@pytest.mark.parametrize("name", ["search", "milp-cbc", "hill-climb", "cpsat"])
+@pytest.mark.parametrize("name", ["search", "milp-cbc", "hill-climb", "cpsat", "auto"])
 def test_time_limits_hold_on_a_big_generated_instance(name: str) -> None:
     """1,000 buffers, 2 s: every planner returns about on time, with a valid plan (the slack is for a
     loaded CI machine; experiments/bench_time_limits.py measures the overruns). The MIP would take
     longer than that to build, so it is not built, and the plan says so."""
     p = _generated(1000)
-    planners.prepare_planner(name)  # compiling is not counted (see planners.prepare_planner)
     t0 = time.perf_counter()
     plan = planners.solve(p, name, time_limit=2.0)
     assert time.perf_counter() - t0 <= 2.0 + 1.0 + 4.0
@@ -158,3 +146,35 @@ def test_cpsat_deterministic_runs_repeat_on_a_hard_instance(shared) -> None:
     a, b = (planners.solve(p, "cpsat", time_limit=1.0, workers=2, seed=1, deterministic=True) for _ in range(2))
     assert (a.status, a.peak, a.placements) == (b.status, b.peak, b.placements)
     assert "deterministic_wall_capped" not in a.stats
+
+
+def test_pure_python_passes_stop_at_their_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Passes that run long in Python poll the planner's deadline (deadline.current()) and say what
+    was cut: the reference packer (what runs while the kernels are not compiled), the staging
+    heuristics' packing, first fit's later orders. Without the polling each would return a plan."""
+    from optplan import jit
+
+    p = _generated(4000)
+    plan = planners.solve(p, "vela-staging", time_limit=1e-3)
+    assert plan.status.value == "UNKNOWN" and plan.stats["cut"] == "packing 'mem'" and "time limit reached" in plan.message
+    plan = planners.solve(p, "first-fit-orders", time_limit=1e-3)
+    assert plan.found and plan.stats["cut"] == "orders area, length, start not tried"
+    monkeypatch.setattr(jit, "_usable", {})
+    monkeypatch.setattr(jit, "compiled", lambda group: group != "heuristics")  # as if never compiled
+    plan = planners.solve(p, "greedy-size", time_limit=1e-3)
+    assert plan.status.value == "UNKNOWN" and plan.stats["cut"] == "placing 256 of 4000 units"
+    assert plan.stats["jit"]["not_compiled"] == ["heuristics"]
+
+
+def test_auto_without_kernels_starts_no_heuristic_after_its_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No compiled kernels (pure-Python packing) and a limit too short for the heuristics: the first
+    runs (auto needs a plan), the others are not started and the plan lists them. (With compiled
+    kernels every one runs: auto is never worse than any of them, test_portfolio.)"""
+    from optplan import jit
+
+    monkeypatch.setattr(jit, "_usable", {})
+    monkeypatch.setattr(jit, "compiled", lambda group: group != "heuristics")
+    plan = planners.solve(_generated(4000), "auto", time_limit=1e-3, workers=1)
+    assert plan.found and validate(_generated(4000), plan.placements) == []
+    skipped = plan.stats["heuristics_not_run"]
+    assert skipped and all(why.startswith("not run: time limit reached") or why.startswith("skipped") for why in skipped.values())

@@ -105,9 +105,9 @@ def test_capacity_met_by_descending_from_a_plan_without_capacity(no_members, sha
 def test_auto_deterministic_on_a_hard_instance(no_members, uncapped, shared) -> None:
     """Hill-climb and CP-SAT both search here: in deterministic mode neither may depend on load."""
     p = read_problem(shared / "minimalloc" / "A.1048576.csv")
-    # 2 deterministic seconds: under load each takes several wall seconds, and LNS already runs
-    a = solve(p, "auto", time_limit=2, workers=2, seed=1, deterministic=True)
-    b = solve(p, "auto", time_limit=2, workers=2, seed=1, deterministic=True)
+    # 3 deterministic seconds: hill-climb takes its 1 s, the full CP-SAT model half of the rest, LNS the rest
+    a = solve(p, "auto", time_limit=3, workers=2, seed=1, deterministic=True)
+    b = solve(p, "auto", time_limit=3, workers=2, seed=1, deterministic=True)
     assert a.stats["lns_moves"] > 0  # CP-SAT and LNS searched, after hill-climb (every heuristic runs)
     assert "deterministic_wall_capped" not in a.stats and "deterministic_wall_capped" not in b.stats
     assert a.found and a.placements == b.placements
@@ -152,12 +152,15 @@ def test_a_bound_the_search_member_proved_is_kept(monkeypatch) -> None:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(compiled_problems(max_buffers=16), st.sampled_from([0.01, 0.2, 1.0]))
-def test_auto_never_worse_than_any_of_its_heuristics(problem: Problem, limit: float) -> None:
+def test_auto_never_worse_than_any_of_its_heuristics(monkeypatch, problem: Problem, limit: float) -> None:
     """Whatever the time limit, auto's plan is at least as good as each constructive heuristic's
-    alone (auto runs each of them to its end). Not hill-climb's: inside a limit of 0.01 s it gets
-    0.01 s, alone it stops on its own patience, and which plan it reaches by then depends on the
-    machine's load (on a loaded machine it had not improved yet: 702 inside auto, 486 alone)."""
-    alone = [solve(problem, n) for n in planners.heuristic_names() if not heuristics_run.improving(n)]
+    alone, and as the improving one's (given time to stop on its own patience in both runs) where
+    auto's limit leaves it time to climb: at 10 ms the constructive ones take it all, and whether
+    auto matched hill-climb's few steps depended on CP-SAT proving a 2-unit part within 10 ms
+    (on main, 6 of 10 repeats of one of hypothesis' examples failed at load 8)."""
+    monkeypatch.setattr(heuristics_run, "IMPROVING_DEFAULT", 60.0)
+    names = [n for n in planners.heuristic_names() if limit >= 0.2 or not heuristics_run.improving(n)]
+    alone = [solve(problem, n, time_limit=60.0) for n in names]
     found = [p.objective_value for p in alone if p.found]
     plan = solve(problem, "auto", time_limit=limit, workers=2)
     if found:

@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from optplan import jit
+from optplan.deadline import current
 from optplan.heuristics.packer import Packer, Pinned, _TimeIndex
 from optplan.plan import Placement
-from optplan.planners import Result, planner
+from optplan.planners import POLL_EVERY, Result, cut, planner
 from optplan.problem import Problem, Unit
 
 
@@ -117,8 +119,9 @@ def banked_greedy(problem: Problem) -> Result:
     else opens a new object in the fastest bank with room; stats: objects per memory.
 
     Runs compiled (``compiled.banked``, same plans) unless some unit is pinned to a fixed offset
-    or lifetimes are vector clocks: those problems take the pure-Python reference below."""
-    if not problem.concurrent and all(u.fixed_offset is None for u in problem.units):
+    or lifetimes are vector clocks: those problems, and any while the kernels are not compiled
+    under a time limit, take the pure-Python reference below."""
+    if not problem.concurrent and all(u.fixed_offset is None for u in problem.units) and jit.usable("heuristics"):
         from optplan.heuristics import compiled
 
         off, where, failed, nobj = compiled.banked(problem)
@@ -132,7 +135,9 @@ def banked_greedy(problem: Problem) -> Result:
 
 
 def banked_greedy_reference(problem: Problem) -> Result:
-    """``banked_greedy`` in pure Python with pinned units or vector clocks: the readable reference."""
+    """``banked_greedy`` in pure Python with pinned units or vector clocks: the readable reference
+    (it polls the running planner's deadline)."""
+    deadline = current()
     packer = Packer(problem)
     pinned = Pinned(problem, packer)
     if pinned.failed:
@@ -148,7 +153,9 @@ def banked_greedy_reference(problem: Problem) -> Result:
     placements = packer.placements
     units = [u for u in problem.units if u.fixed_offset is None]
     order = sorted(range(len(units)), key=lambda i: (-units[i].height, -i))
-    for i in order:
+    for k, i in enumerate(order):
+        if k and k % POLL_EVERY == 0 and deadline.expired():
+            return cut(f"placing {k} of {len(order)} units", deadline)
         u = units[i]
         if not u.pieces:  # stores nothing: the lowest legal offset of the fastest memory that allows it
             memory = packer.extent_fits(u)

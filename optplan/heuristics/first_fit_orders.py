@@ -6,6 +6,7 @@ for long-lived activations, start for chains); trying each costs one greedy pass
 
 from __future__ import annotations
 
+from optplan.deadline import Deadline, Pacer
 from optplan.heuristics import orders
 from optplan.heuristics.packer import greedy_scored
 from optplan.objective import Objective
@@ -16,15 +17,22 @@ ORDERS = {"size": orders.by_size, "area": orders.by_area, "length": orders.by_le
 
 
 @planner("first-fit-orders", clocks=True)
-def first_fit_orders(problem: Problem, objective: Objective | None = None) -> Result:
-    """First fit by decreasing size, area, lifetime length and by start; the lowest objective wins."""
+def first_fit_orders(problem: Problem, deadline: Deadline, objective: Objective | None = None) -> Result:
+    """First fit by decreasing size, area, lifetime length and by start; the lowest objective wins.
+    An order that would end after the ``deadline`` is not tried (``stats["cut"]``)."""
     best, best_value, best_name, messages = None, float("inf"), None, []
-    for name, order in ORDERS.items():
+    stats: dict[str, object] = {}
+    pace = Pacer(deadline)
+    for k, (name, order) in enumerate(ORDERS.items()):
+        if k and not pace.another():
+            stats["cut"] = f"orders {', '.join(list(ORDERS)[k:])} not tried"
+            break
         value, plan = greedy_scored(problem, order(problem), "first", objective)
         if value == float("inf"):
             messages.append(f"{name}: {plan().message}")
         elif value < best_value:
             best, best_value, best_name = plan, value, name
+    note = [f"{deadline.cancelled or 'time limit reached'}: {stats['cut']}"] if "cut" in stats else []
     if best is None:
-        return Result(None, message="; ".join(messages))
-    return Result(best().placements, message=f"best order: {best_name}", stats={"order": best_name})
+        return Result(None, message="; ".join(messages + note), stats=stats)
+    return Result(best().placements, message="; ".join([f"best order: {best_name}", *note]), stats={"order": best_name, **stats})

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 
 from optplan.bounds import lower_bounds
-from optplan.deadline import Deadline
+from optplan.deadline import Deadline, Pacer
 from optplan.heuristics.orders import by_conflicts, by_size, by_start
 from optplan.heuristics.packer import greedy, score
 from optplan.objective import Objective
@@ -45,15 +45,16 @@ def _peak_units(problem: Problem, order: list[int], placements: dict) -> list[in
     return out
 
 
-@planner("hill-climb", clocks=True)
+@planner("hill-climb", clocks=True, anytime=True)
 def hill_climb(problem: Problem, deadline: Deadline, iterations: int | None = None, seed: int = 0,
                objective: Objective | None = None) -> Result:
     """Perturb the best starting order while it does not get worse; stop at ``iterations`` steps
-    or the ``deadline`` (``DEFAULT_SECONDS`` when neither is given; the first starting order is
-    always evaluated, so a large problem may overrun a tiny limit)."""
+    or before a step that would end after the ``deadline`` (``DEFAULT_SECONDS`` when neither is
+    given; the first starting order is always evaluated, so a large problem may overrun a tiny limit)."""
     if not deadline.limited and iterations is None:  # an anytime method with no end of its own
         deadline = deadline.part(DEFAULT_SECONDS)
     step_cost = len(problem.units) / UNIT_STEPS_PER_SECOND
+    pace = Pacer(deadline, step_cost)
     rng = random.Random(seed)
     objective = Objective.parse(objective, problem)
     value = float("inf")
@@ -64,14 +65,14 @@ def hill_climb(problem: Problem, deadline: Deadline, iterations: int | None = No
         if trial_value < value or start is by_size:
             order, result, value = candidate, trial, trial_value
         deadline.spend(step_cost)
-        if deadline.expired():
+        if not pace.another():
             break
     best = result
     floor = objective.bound(problem, lower_bounds(problem).lower)
     patience = 200 + 20 * len(order)
     steps = improvements = since = 0
     while len(order) > 1 and value > floor and since < patience and (iterations is None or steps < iterations) \
-            and not deadline.expired():
+            and pace.another():
         steps += 1
         deadline.spend(step_cost)
         since += 1

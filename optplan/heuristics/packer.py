@@ -21,9 +21,11 @@ from typing import Literal
 
 import numpy as np
 
+from optplan import jit
+from optplan.deadline import current
 from optplan.objective import Objective
 from optplan.plan import Placement
-from optplan.planners import Result
+from optplan.planners import POLL_EVERY, Result, cut
 from optplan.problem import Problem, Unit
 
 Policy = Literal["first", "best", "heap"]
@@ -368,7 +370,8 @@ def greedy(problem: Problem, order: Sequence[Unit] | Sequence[int] | np.ndarray,
     memory where it fits.
 
     Runs the compiled packer (``compiled.py``), which places exactly as ``greedy_reference``;
-    vector clocks (``Problem.concurrent``) go to the reference's ``ConflictPacker``."""
+    vector clocks (``Problem.concurrent``) go to the reference's ``ConflictPacker``, and so does
+    everything while the kernels are not compiled under a time limit (``optplan.jit``)."""
     return greedy_scored(problem, order, policy)[1]()
 
 
@@ -376,7 +379,7 @@ def greedy_scored(problem: Problem, order: Sequence[Unit] | Sequence[int] | np.n
                   objective: Objective | None = None) -> tuple[float, Callable[[], Result]]:
     """``greedy``'s plan as its ``score`` and the plan on demand: heuristics that keep the best of
     several passes build the placements (a dict of a million entries at scale) of one only."""
-    if problem.concurrent:
+    if problem.concurrent or not jit.usable("heuristics"):
         result = greedy_reference(problem, order, policy)
         return score(problem, result.placements, objective), lambda: result
     from optplan.heuristics import compiled  # numba: imported on first use
@@ -390,9 +393,14 @@ def greedy_scored(problem: Problem, order: Sequence[Unit] | Sequence[int] | np.n
 
 
 def greedy_reference(problem: Problem, order: Sequence[Unit] | Sequence[int] | np.ndarray, policy: Policy = "first") -> Result:
-    """``greedy`` with the pure-Python ``Packer``: the readable reference the compiled one is tested against."""
+    """``greedy`` with the pure-Python ``Packer``: the readable reference the compiled one is tested
+    against. It polls the running planner's deadline (``cut`` when it runs out)."""
     packer = Packer(problem)
-    for unit in fixed_first(units_of(problem, order)):
+    deadline = current()
+    units = fixed_first(units_of(problem, order))
+    for k, unit in enumerate(units):
+        if k and k % POLL_EVERY == 0 and deadline.expired():
+            return cut(f"placing {k} of {len(units)} units", deadline)
         if not packer.place_first_memory(unit, policy):
             return Result(None, message=f"could not place buffer {unit.root!r} in any memory it may use")
     return Result(packer.placements)

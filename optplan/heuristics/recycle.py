@@ -20,10 +20,12 @@ from bisect import bisect_left, insort
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from optplan import jit
+from optplan.deadline import current
 from optplan.heuristics.orders import by_start
 from optplan.heuristics.packer import Packer, Pinned, units_of
 from optplan.plan import Placement
-from optplan.planners import Result, planner
+from optplan.planners import POLL_EVERY, Result, cut, planner
 from optplan.problem import Problem, Unit
 
 
@@ -97,8 +99,9 @@ def recycle(problem: Problem) -> Result:
     its alignment, else keep a new slot; stats report the bytes kept per memory.
 
     Runs compiled (``compiled.recycle``, same plans) unless some unit is pinned to a fixed offset
-    or lifetimes are vector clocks: those problems take the pure-Python reference below."""
-    if not problem.concurrent and all(u.fixed_offset is None for u in problem.units):
+    or lifetimes are vector clocks: those problems, and any while the kernels are not compiled
+    under a time limit (``optplan.jit``), take the pure-Python reference below."""
+    if not problem.concurrent and all(u.fixed_offset is None for u in problem.units) and jit.usable("heuristics"):
         from optplan.heuristics import compiled  # numba: imported on first use
 
         off, where, kept, failed, why = compiled.recycle(problem, by_start(problem))
@@ -111,7 +114,9 @@ def recycle(problem: Problem) -> Result:
 
 
 def recycle_reference(problem: Problem) -> Result:
-    """``recycle`` in pure Python with pinned units or vector clocks: the readable reference."""
+    """``recycle`` in pure Python with pinned units or vector clocks: the readable reference (it
+    polls the running planner's deadline)."""
+    deadline = current()
     packer = Packer(problem)
     pinned = Pinned(problem, packer)
     if pinned.failed:
@@ -126,6 +131,8 @@ def recycle_reference(problem: Problem) -> Result:
             placements[bid] = Placement(memory, root + rel)
 
     for n, u in enumerate(units_of(problem, by_start(problem))):
+        if n and n % POLL_EVERY == 0 and deadline.expired():
+            return cut(f"placing {n} of {len(problem.units)} units", deadline)
         if u.fixed_offset is not None:
             continue
         if not u.pieces:  # nothing to store: the lowest legal offset

@@ -9,14 +9,13 @@ from __future__ import annotations
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-from optplan import planners
+from optplan import jit, planners
 from optplan.deadline import Deadline
 from optplan.objective import Objective
 from optplan.plan import Plan
 from optplan.planners import heuristic_names
 from optplan.problem import Problem
 
-DETERMINISTIC_STEPS = 20_000  # hill-climb steps x units in deterministic mode (about 1 s on A-E)
 IMPROVING_DEFAULT = 1.0  # seconds an improving heuristic takes when run on its own (hill-climb's default)
 CHEAP = 1.0  # CPU seconds: while the constructive heuristics together took less, every one runs whatever the limit
 # above this many units, with a time limit, the constructive heuristics run best first as ranked on a
@@ -46,38 +45,48 @@ def pilot_order(problem: Problem, names: list[str], seed: int = 0) -> list[str]:
         except Exception:  # noqa: BLE001 - it fails on the whole problem too: last
             rank[name] = (True, 0, float("inf"))
     return sorted(names, key=rank.__getitem__)
+CONSTRUCTIVE_SHARE = 0.5  # without compiled kernels: of a limited deadline, after which no heuristic starts
 
 
 def improving(name: str) -> bool:
-    """Heuristics that improve for as long as their budget allows (they take a deadline)."""
-    return "deadline" in planners.get(name).options  # type: ignore[attr-defined]
+    """Heuristics that improve for as long as their budget allows (registered ``anytime``)."""
+    return bool(planners.get(name).anytime)  # type: ignore[attr-defined]
 
 
 def run_heuristics(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1,
                    improve: bool = True, objective: Objective | None = None) -> tuple[list[Plan], dict[str, str]]:
     """The constructive heuristics on ``workers`` threads (the compiled kernels release the GIL),
-    in registry order (above ``PILOT_UNITS`` units with a limit: best first on a slice), budgeted by what they cost here: each runs while the time left covers
-    the slowest one measured so far, and every one runs while they are cheap (all together
-    within ``CHEAP`` CPU seconds: on small problems all of them, whatever the limit and the
-    load; on a million buffers as many as the limit pays for). Then, if ``improve``, the
-    improving ones (hill-climb) one after the other, each on a part of ``deadline`` set by what
-    the constructive ones cost: as much again, but no more than half of what is left, and at
-    least what it takes when run on its own without a limit (``IMPROVING_DEFAULT``) if that
-    fits; none when that would not cover one packing.
+    in registry order (above ``PILOT_UNITS`` units with a limit: best first on a slice), each on
+    ``deadline`` as if run alone with it (a pass that would end late is not started), budgeted by
+    what they cost here: each starts while the time left covers the slowest one measured so far,
+    and every one starts while they are cheap (all together within ``CHEAP`` CPU seconds: on small
+    problems all of them, whatever the limit and the load; on a million buffers as many as the
+    limit pays for). Then, if ``improve``, the improving ones (hill-climb) one after the other,
+    each on a part of ``deadline`` set by what the constructive ones cost: as much again, but no
+    more than half of what is left, and at least what it takes when run on its own without a
+    limit (``IMPROVING_DEFAULT``) if that fits; none when that would not cover one packing.
+
+    While the kernels are not compiled under a time limit (``optplan.jit``: pure-Python packing,
+    seconds per heuristic on 30k buffers) the limit comes first: a heuristic starts only while
+    ``CONSTRUCTIVE_SHARE`` of ``deadline`` lasts (the first always), is cut short at its end, and
+    hill-climb runs only if time is left.
 
     Every plan is judged by ``objective`` (default: the problem's), the one the caller optimises:
     its ``objective_value`` is what picks the warm start.
 
     Plans come back in registry order whatever finished first. A heuristic that raises, or that
     the time did not reach, is reported in the second value instead. A deterministic deadline:
-    every constructive heuristic runs, and the improving ones get a step budget (the result must
-    not depend on the machine's load). A cancelled deadline stops the improving ones at once.
+    every constructive heuristic runs, and the improving ones get the same parts in deterministic
+    seconds, with the constructive ones' cost counted as 0 (their wall time varies with the load;
+    the result must not). A cancelled deadline stops the improving ones at once.
     """
     names = heuristic_names()
     if problem.concurrent:  # vector clocks: only the heuristics that handle them
         names = [n for n in names if planners.get(n).clocks]  # type: ignore[attr-defined]
     constructive = [n for n in names if not improving(n)]
-    if len(problem.units) > PILOT_UNITS and deadline.limited and not deadline.deterministic and not problem.concurrent:
+    first = deadline.share(CONSTRUCTIVE_SHARE) if jit.not_compiled() and deadline.limited else deadline
+    if (len(problem.units) > PILOT_UNITS and deadline.limited and not deadline.deterministic and not problem.concurrent
+            and first is deadline):
         constructive = pilot_order(problem, constructive, seed)
     t0 = time.perf_counter()
     results: dict[str, Plan] = {}
@@ -85,16 +94,19 @@ def run_heuristics(problem: Problem, deadline: Deadline, seed: int = 0, workers:
     costs: list[float] = []  # wall seconds each took (what the time left must cover)
     cpu: list[float] = []  # CPU seconds of each one's thread (what "cheap" means: a loaded machine slows the wall clock)
 
-    def one(name: str, **budget: object) -> None:
+    def one(name: str, budget: Deadline) -> None:
         t, c = time.perf_counter(), time.thread_time()
         try:
-            results[name] = planners.solve(problem, name, seed=seed, objective=objective, **budget)
+            results[name] = planners.solve(problem, name, seed=seed, objective=objective, deadline=budget)
         except Exception as e:  # noqa: BLE001 - reported in the plan's stats
             errors[name] = f"{type(e).__name__}: {e}"
         cpu.append(time.thread_time() - c)
         costs.append(time.perf_counter() - t)
 
     def affordable(name: str) -> bool:
+        if first is not deadline and first.expired() and name != constructive[0]:
+            errors[name] = f"not run: {deadline.cancelled or 'time limit reached'}"
+            return False
         if deadline.deterministic or not deadline.limited or sum(cpu) < CHEAP:
             return True
         if deadline.left() >= max(costs, default=0.0):
@@ -109,20 +121,20 @@ def run_heuristics(problem: Problem, deadline: Deadline, seed: int = 0, workers:
             if len(running) >= max(1, workers) or (running and not costs and time.perf_counter() - t0 >= CHEAP):
                 done, running = wait(running, return_when=FIRST_COMPLETED)  # a cost to judge the next one by
             if affordable(name):
-                running.add(pool.submit(one, name))
+                running.add(pool.submit(one, name, first))
         wait(running)
-    cost = time.perf_counter() - t0
+    cost = 0.0 if deadline.deterministic else time.perf_counter() - t0
     for name in (n for n in names if improving(n)):
         if not improve:
             errors[name] = "skipped: only constructive heuristics in this mode"
             continue
-        if deadline.deterministic:
-            one(name, iterations=max(5, DETERMINISTIC_STEPS // max(len(problem.units), 1)), deadline=deadline.part(None))
+        if first is not deadline and results and deadline.expired():  # it would evaluate its first orders all the same
+            errors[name] = f"not run: {deadline.cancelled or 'time limit reached'}"
             continue
         left = deadline.left()
         seconds = max(IMPROVING_DEFAULT, cost) if not deadline.limited else max(min(IMPROVING_DEFAULT, left), min(cost, left / 2))
-        if deadline.limited and sum(cpu) >= CHEAP and seconds < max(costs, default=0.0):
+        if deadline.limited and not deadline.deterministic and sum(cpu) >= CHEAP and seconds < max(costs, default=0.0):
             errors[name] = f"not run: its {seconds:.1f} s would not cover one packing ({max(costs):.1f} s measured)"
             continue
-        one(name, deadline=deadline.part(seconds))
+        one(name, deadline.part(seconds))
     return [results[n] for n in names if n in results], errors

@@ -27,9 +27,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from optplan import jit
+from optplan.deadline import current
 from optplan.heuristics.packer import Packer, fixed_first
 from optplan.plan import Placement
-from optplan.planners import Result, planner
+from optplan.planners import POLL_EVERY, Result, cut, planner
 from optplan.problem import Problem, Unit
 
 GROUP_LIMIT = 20  # exhaustive search per group of competing units up to this many (Vela's rule)
@@ -237,7 +239,7 @@ def _fastest_fit(problem: Problem, memory: str, candidates: list[Unit], curve: C
 def stage(problem: Problem, select: Selector, reference: bool = False) -> Result:
     """Select per capacitated memory (fastest first) on the usage curve, then pack (``reference``:
     with the pure-Python packer the compiled one is tested against)."""
-    packer = Packer(problem) if reference or problem.concurrent else None
+    packer = Packer(problem) if reference or problem.concurrent or not jit.usable("heuristics") else None
     placements: dict[str, Placement] = {}
     todo = list(problem.units)
     stats: dict[str, object] = {"selection_packs": True, "spilled_after_packing": 0}
@@ -257,6 +259,8 @@ def stage(problem: Problem, select: Selector, reference: bool = False) -> Result
             stats.update({f"{mem.name}_{k}": v for k, v in info.items()})
             chosen = forced + [u for u in free if u.root in keep]
         spilled = _pack(problem, placements, packer, mem.name, chosen)
+        if spilled is None:
+            return cut(f"packing {mem.name!r}")
         failed = [u for u in spilled if u.memories[-1] == mem.name or last]
         if failed:
             return Result(None, message=f"could not place buffer {failed[0].root!r} in memory {mem.name!r} "
@@ -271,14 +275,18 @@ def stage(problem: Problem, select: Selector, reference: bool = False) -> Result
 
 
 def _pack(problem: Problem, placements: dict[str, Placement], packer: Packer | None, memory: str,
-          units: Sequence[Unit]) -> list[Unit]:
+          units: Sequence[Unit]) -> list[Unit] | None:
     """Place ``units`` in ``memory`` (fixed first, then by decreasing size, first fit); the ones
-    that do not fit are returned. With a ``packer`` (the reference, and vector clocks) its loop
-    places them; otherwise the compiled packer (same placements) does, into ``placements``: each
-    memory is packed once, so the pass starts from an empty memory."""
+    that do not fit are returned. With a ``packer`` (the reference, vector clocks, and no compiled
+    kernels under a time limit) its loop places them, polling the running planner's deadline (None:
+    it ran out first); otherwise the compiled packer (same placements) does, into ``placements``:
+    each memory is packed once, so the pass starts from an empty memory."""
     if packer is not None:
         out = []
-        for u in fixed_first(sorted(units, key=lambda u: (-u.height, u.start, u.root))):
+        deadline = current()
+        for k, u in enumerate(fixed_first(sorted(units, key=lambda u: (-u.height, u.start, u.root)))):
+            if k and k % POLL_EVERY == 0 and deadline.expired():
+                return None
             o = packer.fit(u, memory, "first")
             if o is None:
                 out.append(u)

@@ -26,6 +26,7 @@ class MemoryRow:
     bytes: int  # sum of the sizes of the buffers placed there
     benefit: int  # sum of their benefit (Buffer.gain)
     live: int  # the most bytes live at one step
+    step: int | None  # the first step at which the peak is reached (None: vector clocks, or nothing held)
 
     @property
     def gap(self) -> float | None:
@@ -50,7 +51,7 @@ def memory_rows(problem: Problem, plan: Plan) -> list[MemoryRow]:
         if plan.status is Status.OPTIMAL and minimised:
             bound = peak  # proven optimal for the objective
         rows.append(MemoryRow(m.name, m.capacity, peak, bound, minimised, len(mine), sum(b.size for b in mine),
-                              sum(b.gain for b in mine), live))
+                              sum(b.gain for b in mine), live, None if curve is None else curve.peak_step))
     return rows
 
 
@@ -64,12 +65,13 @@ def size_text(n: int | None) -> str:
     return f"{n:,} B"
 
 
-def objective_words(problem: Problem, plan: Plan) -> str:
+def objective_words(problem: Problem, plan: Plan, rows: list[MemoryRow] | None = None) -> str:
     """The objective and how far the plan is from what is proven, in words; e.g. "fast-first:
-    sram holds 6.00 KiB of benefit, 6.00 KiB possible (proven); dram peak 98.66 KiB, bound 97.66 KiB"."""
+    sram holds 6.00 KiB of benefit, 6.00 KiB possible (proven); dram peak 98.66 KiB, bound 97.66 KiB".
+    ``rows``: the plan's ``memory_rows`` if already made."""
     if not plan.found:
         return f"{plan.objective}: no plan"
-    rows = memory_rows(problem, plan)
+    rows = memory_rows(problem, plan) if rows is None else rows
     proven = plan.status is Status.OPTIMAL
     parts = []
     kept = dict((name, (v, b)) for name, v, b in plan.components)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from optplan import jit
 from optplan.bounds import lower_bounds
 from optplan.deadline import Deadline
 from optplan.objective import Objective
@@ -40,7 +41,7 @@ def time_parts(units: list[Unit]) -> list[list[Unit]]:
 
 
 # memory choice is no branching decision of the search: the registry routes such problems to auto
-@planner("search", prepare=engine.ensure_compiled, declines=unsupported)
+@planner("search", declines=unsupported)
 def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1,
            objective: Objective | str | None = None, progress: Callable[[dict], None] | None = None,
            goal: dict[str, int] | None = None) -> Result:
@@ -50,6 +51,8 @@ def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1
     good enough, when the problem is a part of a larger one whose memory cannot go below them:
     minimization stops at a plan under them instead of proving this part's own lower optimum."""
     objective = Objective.parse(objective, problem)
+    if not jit.usable("search"):  # a time limit, and the kernels are not compiled (optplan.jit)
+        return _without_kernels(problem, deadline, seed, workers, objective)
     compile_seconds = engine.ensure_compiled()
     lower = lower_bounds(problem).lower
     by_memory = {m: [u for u in problem.units if u.memories[0] == m] for m in problem.memory_names}
@@ -106,3 +109,18 @@ def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1
         return Result(None, bound=bound, message="; ".join(dict.fromkeys(messages)), stats=info)
     return Result(placements, proven_optimal=optimal and objective.optimizes, bound=bound,
                   message="; ".join(dict.fromkeys(messages)), stats=info)
+
+
+def _without_kernels(problem: Problem, deadline: Deadline, seed: int, workers: int, objective: Objective) -> Result:
+    """No search: the best constructive heuristic's plan (the pure-Python reference packers, on
+    ``deadline``), the plan ``auto`` would start from."""
+    from optplan.heuristics.run import run_heuristics
+
+    plans, _ = run_heuristics(problem, deadline, seed, workers, improve=False, objective=objective)
+    found = [p for p in plans if p.found]
+    stats: dict[str, object] = {"search": "not run: kernels not compiled"}
+    if not found:
+        return Result(None, message="search not run, and no heuristic plan in time", stats=stats)
+    best = min(found, key=lambda p: objective.value(problem, p.placements))
+    stats["plan_from"] = best.planner
+    return Result(best.placements, message=f"search not run: the plan of {best.planner}", stats=stats)

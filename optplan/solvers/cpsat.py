@@ -64,10 +64,11 @@ class Outcome:
 
 
 # Deterministic runs stop on CP-SAT's deterministic time, which does not depend on load; wall
-# time caps them only so that a run cannot hang. One deterministic second took 4-11 wall seconds
-# on a loaded 2-core machine, so a 3x cap fired routinely and --deterministic plans varied. When
-# the cap fires the plan says so (stats "deterministic_wall_capped").
-DETERMINISTIC_WALL_FACTOR = 10.0
+# time caps them only so that a run cannot hang. One deterministic second (one worker) took about
+# 1.4 CPU seconds and up to 10 wall seconds on a 2-core machine at load 9, so a 3x and then a 10x
+# cap fired and --deterministic plans varied. When the cap fires the plan says so (stats
+# "deterministic_wall_capped").
+DETERMINISTIC_WALL_FACTOR = 30.0
 # CP-SAT's deterministic time per deterministic second of a Deadline: CP-SAT's unit is far slower
 # than a wall second here (measured on minimalloc A and D, one worker: 0.07-0.1 per CPU second), so
 # counting it 1:1 made a 10 s deterministic limit take 65-100 s.
@@ -86,7 +87,10 @@ class Settings:
 
     def apply(self, solver: cp_model.CpSolver, deadline: Deadline) -> None:
         p = solver.parameters
-        p.num_workers = max(1, int(self.workers))
+        # deterministic: one worker. Several interleave their subsolvers and check the deterministic
+        # limit only between batches, overshooting it by up to a batch (minimalloc/D, limit 0.1: 0.25;
+        # A: 0.14); one worker stops at it (0.1001), so a share given is a share spent.
+        p.num_workers = 1 if deadline.deterministic else max(1, int(self.workers))
         p.random_seed = int(self.seed)
         p.log_search_progress = self.log
         p.catch_sigint_signal = False  # a signal cancels the Deadline, which stops this solve
@@ -95,8 +99,6 @@ class Settings:
             # deterministic time is the planned stop (reproducible); wall time only a hard cap
             p.max_deterministic_time = seconds * DTIME_PER_SECOND
             p.max_time_in_seconds = seconds * DETERMINISTIC_WALL_FACTOR
-            if p.num_workers > 1:
-                p.interleave_search = True
         else:
             p.max_time_in_seconds = seconds
         for k, v in self.extra.items():

@@ -29,8 +29,6 @@ def compare(paths: list[str], names: list[str], time_limit: float | None = None,
     from optplan import planners
     from optplan.formats import read_problem
 
-    for name in names:
-        planners.prepare_planner(name)  # compiling is not the user's time
     deadline = Deadline(time_limit)
     instances, _ = discover(paths)
     problems = [(i.label, prepare(read_problem(i.path))) for i in instances]  # all read before anything runs

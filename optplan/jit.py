@@ -1,0 +1,194 @@
+"""The numba kernels under a time limit: never compile inside one.
+
+Numba compiles a kernel on its first call and keeps the machine code in its on-disk cache
+(``__pycache__`` beside the source, or ``$NUMBA_CACHE_DIR``; keyed by the source's content, the
+numba version and the CPU); a later process loads it in about a second. Compiling all of optplan's
+kernels takes about 60 s of CPU (minutes of wall time on a loaded machine) and cannot be
+interrupted. Building the package compiles them (``setup_hooks.py``), ``optplan warmup`` does it
+on demand, and at the start of every planner ``prepare(deadline)`` decides per group:
+
+- compiled (in the cache, or loaded in this process): used; loading counts against the limit;
+- no time limit, or a deterministic one (its answer must not depend on the cache): compiled where
+  first used, and that time is counted in the plan's seconds;
+- a wall-clock limit and not compiled: compiled in a child process if half the time left is at
+  least ``COMPILE_MIN_SECONDS`` (killed at that budget), else not at all; what is still not
+  compiled is done without: the reference heuristics and validator in pure Python, no ``search``.
+  The plan's message and ``stats["jit"]`` say so.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+from pathlib import Path
+
+from optplan.deadline import Deadline
+
+# group -> (module, its kernels called from Python: compiled means each is in numba's cache)
+GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "validate": ("optplan.validate", ("_any_overlap",)),
+    "heuristics": ("optplan.heuristics.compiled", ("_pack", "_banked", "_recycle")),
+    "search": ("optplan.search.kernel", ("search", "overlap_graph", "count_overlaps", "skyline_dive")),
+}
+COMPILE_MIN_SECONDS = 60.0  # a child compile is tried when half the time left is at least this
+_usable: dict[str, bool] = {}  # decided for this process; a group not in it compiles where first used
+_tried_child = False
+
+
+def usable(group: str) -> bool:
+    """Whether code may call ``group``'s kernels now (False: a time limit is running and they are
+    not compiled; use the pure-Python way)."""
+    return _usable.get(group, True)
+
+
+def not_compiled() -> list[str]:
+    """The groups this process runs without (see ``usable``)."""
+    return [g for g in GROUPS if not usable(g)]
+
+
+def loaded() -> bool:
+    """Some kernel is loaded in this process: numba's compiler is up, so loading another from the
+    cache takes milliseconds (the first one costs about a second of CPU)."""
+    return any(getattr(k, "signatures", None) for g in GROUPS for k in _kernels(g))
+
+
+def _kernels(group: str) -> list[object]:
+    module, names = GROUPS[group]
+    mod = importlib.import_module(module)
+    return [getattr(mod, name) for name in names]
+
+
+def _cached(kernel: object) -> bool:
+    """Loaded in this process, or compiled for this code, numba and CPU in numba's on-disk cache
+    (read from numba's cache index: the key it would look up, without compiling anything)."""
+    if getattr(kernel, "signatures", None):
+        return True
+    try:
+        cache = kernel._cache  # type: ignore[attr-defined]
+        index = cache._cache_file._load_index()  # {} when the source or numba changed
+        want = cache._index_key(None, kernel.targetctx.codegen())[1:]  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - numba internals moved: say "not compiled" (tests/test_jit.py notices)
+        return False
+    return any(key[1:] == want for key in index)
+
+
+def compiled(group: str) -> bool:
+    """Every kernel of ``group`` is loaded or in numba's on-disk cache for this machine."""
+    return all(_cached(k) for k in _kernels(group))
+
+
+def prepare(deadline: Deadline) -> None:
+    """Decide, before a planner runs on ``deadline``, which kernels it may use (module docstring)."""
+    global _tried_child
+    if all(_usable.get(g) for g in GROUPS):
+        return
+    if not deadline.limited or deadline.deterministic:
+        _usable.update(dict.fromkeys(GROUPS, True))
+        return
+    missing = [g for g in GROUPS if not _usable.get(g) and not compiled(g)]
+    if missing and not _tried_child and deadline.left() / 2 >= COMPILE_MIN_SECONDS:
+        _tried_child = True
+        compile_in_child(missing, deadline.part(deadline.left() / 2))
+        missing = [g for g in missing if not compiled(g)]
+    _usable.update({g: g not in missing for g in GROUPS})
+
+
+def compile_in_child(groups: list[str], deadline: Deadline) -> bool:
+    """``warmup(groups)`` in a child process (it fills numba's cache), stopped at ``deadline``;
+    whether it finished."""
+    from optplan import lifecycle
+
+    root = str(Path(__file__).resolve().parents[1])  # the optplan this process runs
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    code, stopped = lifecycle.run_child([sys.executable, "-c", f"from optplan import jit; jit.warmup({groups!r})"],
+                                        deadline, env=env)
+    return code == 0 and not stopped
+
+
+def note() -> tuple[str, dict[str, object]] | None:
+    """What a plan made without some kernels says: (message, ``stats["jit"]``), or None."""
+    missing = not_compiled()
+    if not missing:
+        return None
+    return (f"numba kernels not compiled ({', '.join(missing)}): ran without them to keep the time limit; "
+            "`optplan warmup` compiles them once", {"not_compiled": missing, "cache": cache_dir()})
+
+
+def cache_dir() -> str:
+    """Where numba keeps the kernels: ``$NUMBA_CACHE_DIR``, else ``__pycache__`` beside the sources
+    (or a user-wide directory where those cannot be written); the directories, comma-separated."""
+    dirs = []
+    for group in GROUPS:
+        try:
+            dirs.append(_kernels(group)[0]._cache.cache_path)  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - numba internals moved
+            pass
+    return ", ".join(dict.fromkeys(dirs)) or os.environ.get("NUMBA_CACHE_DIR", "unknown")
+
+
+def warmup(groups: list[str] | None = None) -> dict[str, float]:
+    """Compile (or load) every kernel of ``groups`` (default: all) by running the code that uses
+    them on small problems; seconds per group. Afterwards ``compiled(group)`` holds. It needs numba
+    and numpy only (not the solvers: a package build runs it)."""
+    out = {}
+    for group in groups or list(GROUPS):
+        t0 = time.perf_counter()
+        _usable[group] = True
+        _WARMUPS[group]()
+        out[group] = time.perf_counter() - t0
+    return out
+
+
+def _problem(n: int = 40, seed: int = 0):  # noqa: ANN202 - Problem; imported lazily
+    """``n`` buffers with overlapping lifetimes, sizes in 32-byte steps: enough for the search to
+    backtrack and restart (its tables grow) and for every heuristic's code path."""
+    import random
+
+    from optplan.problem import Buffer, Problem
+
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        start = rng.randrange(n // 2)
+        out.append(Buffer(f"b{i}", 32 * rng.randint(1, 16), start, start + rng.randint(1, 8)))
+    return Problem(tuple(out))
+
+
+def _warm_validate() -> None:
+    import numpy as np
+
+    from optplan.validate import _any_overlap  # small problems use its Python form (PY_SWEEP_MAX)
+
+    one = np.arange(4, dtype=np.int64)
+    _any_overlap(one, one + 2, one, one + 1)
+
+
+def _warm_heuristics() -> None:
+    from optplan.heuristics import compiled
+    from optplan.heuristics.orders import by_start
+    from optplan.heuristics.packer import greedy
+
+    problem = _problem()
+    for policy in ("first", "best", "heap"):
+        greedy(problem, problem.units, policy)
+    compiled.banked(problem)
+    compiled.recycle(problem, by_start(problem))
+
+
+def _warm_search() -> None:
+    from optplan.deadline import Deadline
+    from optplan.search import instance, planner
+
+    search = planner.search.__wrapped__  # type: ignore[attr-defined]  # the planner without the registry's modules
+    search(_problem(), deadline=Deadline(None))
+    limit, instance.MAX_PAIRS = instance.MAX_PAIRS, -1  # every instance large: the lowest-offset dives
+    try:
+        search(_problem(), deadline=Deadline(None))
+    finally:
+        instance.MAX_PAIRS = limit
+
+
+_WARMUPS = {"validate": _warm_validate, "heuristics": _warm_heuristics, "search": _warm_search}
+

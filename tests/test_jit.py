@@ -1,0 +1,109 @@
+"""optplan.jit: numba never compiles inside a time limit; without compiled kernels a planner keeps its limit."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from optplan import jit
+from optplan.deadline import Deadline
+from optplan.formats import read_placements, read_problem, write_problem
+from optplan.problem import Buffer, Problem
+from optplan.validate import validate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _python(code: list[str], cache: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if cache is not None:
+        env["NUMBA_CACHE_DIR"] = str(cache)
+    return subprocess.run([sys.executable, *code], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_warmup_compiles_every_group() -> None:
+    """The conftest warmed up: every kernel named in GROUPS exists and is compiled."""
+    for group, (module, names) in jit.GROUPS.items():
+        assert all(callable(k) for k in jit._kernels(group)), (module, names)
+        assert jit.compiled(group), group
+
+
+def test_compiled_reads_numbas_disk_cache(tmp_path: Path) -> None:
+    """In a fresh process nothing is loaded: ``compiled`` reads numba's on-disk index, True for the
+    warm cache and False for an empty one (so numba's internals did not move under jit._cached)."""
+    code = ["-c", "from optplan import jit; print(all(jit.compiled(g) for g in jit.GROUPS))"]
+    assert _python(code).stdout.strip() == "True"
+    assert _python(code, cache=tmp_path).stdout.strip() == "False"
+
+
+@pytest.fixture
+def fresh(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], float]]:
+    """jit's per-process decisions reset, nothing compiled, child compiles recorded (not run)."""
+    calls: list[tuple[list[str], float]] = []
+    monkeypatch.setattr(jit, "_usable", {})
+    monkeypatch.setattr(jit, "_tried_child", False)
+    monkeypatch.setattr(jit, "compiled", lambda group: False)
+    monkeypatch.setattr(jit, "compile_in_child", lambda groups, deadline: calls.append((groups, deadline.left())) or False)
+    return calls
+
+
+def test_prepare_compiles_only_without_a_wall_clock_limit(fresh: list) -> None:
+    jit.prepare(Deadline(None))  # no limit: compile where first used, counted in the plan's seconds
+    assert jit.not_compiled() == []
+    jit._usable.clear()
+    jit.prepare(Deadline(5.0, deterministic=True))  # the answer must not depend on the cache
+    assert jit.not_compiled() == []
+    jit._usable.clear()
+    jit.prepare(Deadline(5.0))  # too short to compile in: run without
+    assert jit.not_compiled() == list(jit.GROUPS) and fresh == []
+    assert "optplan warmup" in jit.note()[0]  # type: ignore[index]
+
+
+def test_prepare_compiles_in_a_child_when_half_the_limit_allows(fresh: list) -> None:
+    jit.prepare(Deadline(2 * jit.COMPILE_MIN_SECONDS + 10))
+    assert [g for g, _ in fresh] == [list(jit.GROUPS)]
+    assert jit.COMPILE_MIN_SECONDS <= fresh[0][1] <= jit.COMPILE_MIN_SECONDS + 5  # half the time left
+    assert jit.not_compiled() == list(jit.GROUPS)  # the child did not finish (it was not run)
+    jit.prepare(Deadline(1000.0))
+    assert len(fresh) == 1  # tried once per process
+
+
+def test_prepare_uses_what_is_compiled(fresh: list, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jit, "compiled", lambda group: group == "validate")
+    jit.prepare(Deadline(5.0))
+    assert jit.not_compiled() == ["heuristics", "search"]
+
+
+def _generated(n: int) -> Problem:
+    import random
+
+    rng = random.Random(1)
+    out = []
+    for i in range(n):
+        start = rng.randrange(n // 4)
+        out.append(Buffer(f"b{i}", 64 * rng.randint(1, 512), start, start + rng.randint(1, 30)))
+    return Problem(tuple(out))
+
+
+@pytest.mark.parametrize("name", ["auto", "search"])
+def test_a_first_run_keeps_its_time_limit_without_compiling(tmp_path: Path, name: str) -> None:
+    """An empty numba cache (a fresh install) and a 3 s limit: nothing is compiled (it would take a
+    minute of CPU), the plan comes on time from the pure-Python heuristics and validator, is valid,
+    and says how to compile."""
+    problem = _generated(1000)
+    src, out = tmp_path / "p.json", tmp_path / "plan.json"
+    write_problem(problem, src)
+    proc = _python(["-m", "optplan.cli", "solve", str(src), "--planner", name, "--time-limit", "3", "--json", "-o", str(out)],
+                   cache=tmp_path / "cache")
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert plan["seconds"] <= 3 + 1
+    assert plan["stats"]["jit"]["not_compiled"] == list(jit.GROUPS)
+    assert "numba kernels not compiled" in plan["message"]
+    assert not list((tmp_path / "cache").rglob("*.nbc"))  # nothing was compiled
+    assert validate(problem, read_placements(out, read_problem(src))) == []
