@@ -454,6 +454,53 @@ def test_large_instances_fall_back_to_the_skyline_dive(monkeypatch) -> None:
     assert plan.peak["m"] <= solve(problem, "naive").peak["m"]
 
 
+def _dives_problem(monkeypatch, n: int = 400) -> Problem:
+    """A single-memory problem that takes the search's large-instance path (MAX_PAIRS forced down)."""
+    from optplan.search import instance
+
+    monkeypatch.setattr(instance, "MAX_PAIRS", 10)
+    rng = random.Random(3)
+    buffers = []
+    for i in range(n):
+        start = rng.randint(0, n // 4)
+        buffers.append(Buffer(f"b{i}", rng.randint(1, 64), start, start + rng.randint(1, 30)))
+    return Problem(tuple(buffers))
+
+
+def test_a_dive_running_at_the_deadline_is_stopped(monkeypatch) -> None:
+    """The lowest-offset dive cannot be interrupted (a numba kernel; 5 s on idealloc/S_1 under
+    load): under a wall-clock limit it runs in a forked process, killed at the deadline. A dive
+    that would take a minute ends the planner on time, with no plan and saying why."""
+    import time
+
+    problem = _dives_problem(monkeypatch)
+
+    def stuck(*args) -> None:
+        time.sleep(60)
+
+    monkeypatch.setattr(engine.kernel, "skyline_dive", stuck)
+    t0 = time.perf_counter()
+    plan = solve(problem, "search", time_limit=1.0)
+    assert time.perf_counter() - t0 < 1.0 + 2.0  # slack for a loaded CI machine; the bench measures
+    assert not plan.found and "time limit reached during dive 1 of 4" in plan.message
+
+
+def test_dives_that_would_end_late_are_not_started() -> None:
+    """Deterministic: each dive costs DIVE_SECONDS_PER_UNIT per unit; a budget of 1.5 dives runs one
+    (the same on every run), and the plan says how many were not."""
+    rng = random.Random(3)
+    buffers = []
+    for i in range(400):
+        start = rng.randint(0, 100)
+        buffers.append(Buffer(f"b{i}", rng.randint(1, 64), start, start + rng.randint(1, 30)))
+    problem = Problem(tuple(buffers))
+    inst = build(problem, "mem", list(problem.units))
+    one = inst.n * engine.DIVE_SECONDS_PER_UNIT
+    ans = engine._large(inst, None, 0, Deadline(1.5 * one, deterministic=True))
+    assert ans.stats.runs == 1 and ans.offsets is not None and "3 of 4 dives not run" in ans.note
+    assert engine._large(inst, None, 0, Deadline(None)).stats.runs == 4
+
+
 def random_overlapping(seed: int, n: int) -> Problem:
     """Buffers with random sizes and lifetimes, some aligned: the search branches and meets the
     same states again along different paths (what the failed-state table is for)."""

@@ -13,13 +13,15 @@ bound, and the first capacity that admits a plan is the optimum.
 from __future__ import annotations
 
 import multiprocessing as mp
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from optplan.deadline import Deadline
+from optplan.deadline import Deadline, Pacer
 from optplan.objective import Objective
 from optplan.search import kernel
 from optplan.search.instance import MAX_PAIRS, Instance, Ordered, ordered
@@ -29,6 +31,9 @@ from optplan.search.instance import MAX_PAIRS, Instance, Ordered, ordered
 NODES_PER_SECOND = 50_000
 FIRST_LIMIT = 2000
 FLOOR_SHARE = 0.25  # of a minimization slice, for proving the bound while a better plan is sought too
+# deterministic seconds a lowest-offset dive of a large instance costs per unit (idealloc/S_1:
+# 0.85 CPU s for 28,526 units)
+DIVE_SECONDS_PER_UNIT = 3e-5
 TABLE_SLOTS = 1 << 20  # failed-state table per ordering and process: 2 words a slot (16 MiB, touched lazily)
 NO_TABLE = (np.zeros(0, np.int64), np.zeros((2, 0), np.int64))
 RULES = kernel.ALL_RULES  # every pruning rule on (tests switch them off one by one)
@@ -80,7 +85,8 @@ def section_totals(inst: Instance) -> np.ndarray:
 
 def orderings(inst: Instance, seed: int = 0, clock: Deadline | None = None) -> list[Ordered]:
     """The portfolio: buffers that are hard to fit first, by several measures, plus random ones
-    (only the first once ``clock`` has expired: each costs a second on thousands of units)."""
+    (each costs a second on thousands of units: after the first, only while ``clock`` has room
+    for another at the mean cost so far)."""
     n = inst.n
     size = inst.size
     width = inst.end - inst.start
@@ -103,8 +109,9 @@ def orderings(inst: Instance, seed: int = 0, clock: Deadline | None = None) -> l
     # the kernel tries candidates lowest offset first, ties by rank: with the hatless cut-off this beat trying them
     # by rank alone on every minimalloc instance (measured per ordering, node limit 200k)
     ords: list[Ordered] = []
+    pace = None if clock is None else Pacer(clock)
     for name, perm in out:
-        if ords and clock is not None and clock.expired():
+        if ords and pace is not None and not pace.another():
             break
         ords.append(ordered(inst, name, np.asarray(perm, np.int64)))
     for k, o in enumerate(ords):
@@ -169,16 +176,19 @@ class Outcome:
 
 def dive(ords: list[Ordered], n: int, lb: int = 0, clock: Deadline | None = None) -> tuple[np.ndarray | None, int, Stats]:
     """The search without backtracking and without a capacity: one canonical plan per ordering
-    (milliseconds; seconds on thousands of units, so none after the first plan once ``clock``
-    has expired); the lowest peak wins. Returns (offsets, scaled peak, stats)."""
+    (milliseconds; seconds on thousands of units: after the first plan, only while ``clock`` has
+    room for another at the mean so far, and a dive still running when a wall-clock ``clock``
+    ends is stopped); the lowest peak wins. Returns (offsets, scaled peak, stats)."""
     stats, best, best_top = Stats(), None, 0
     stop = np.zeros(1, np.int64)
-    for o in ords:
-        if best is not None and clock is not None and clock.expired():
+    pace = None if clock is None else Pacer(clock)
+    for k, o in enumerate(ords):
+        if k and pace is not None and not pace.another() and best is not None:
             break
         out = np.zeros(n, np.int64)
         t0 = time.perf_counter()
-        status, nodes = kernel.search(o.arrays, RULES, np.int64(1) << 60, np.int64(n + 1), stop, out, *NO_TABLE)
+        with _stopped_at(clock, stop):
+            status, nodes = kernel.search(o.arrays, RULES, np.int64(1) << 60, np.int64(n + 1), stop, out, *NO_TABLE)
         stats.seconds += time.perf_counter() - t0
         stats.nodes += nodes
         stats.runs += 1
@@ -188,7 +198,26 @@ def dive(ords: list[Ordered], n: int, lb: int = 0, clock: Deadline | None = None
                 best, best_top = o.unpermute(out), top
             if top <= lb:
                 break
+        elif stop[0]:
+            break
     return best, best_top, stats
+
+
+@contextmanager
+def _stopped_at(clock: Deadline | None, stop: np.ndarray) -> Iterator[None]:
+    """Within the block, ``stop[0]`` is set when a wall-clock ``clock`` ends or is cancelled (the
+    kernel polls it every 1024 nodes)."""
+    if clock is None or not clock.limited or clock.deterministic:
+        yield
+        return
+    timer = threading.Timer(clock.left(), stop.__setitem__, (0, 1))
+    timer.daemon = True
+    timer.start()
+    try:
+        with clock.on_cancel(lambda: stop.__setitem__(0, 1)):
+            yield
+    finally:
+        timer.cancel()
 
 
 def decide(ords: list[Ordered], n: int, cap: int, clock: Deadline, stop: np.ndarray, exact: bool = True,
@@ -302,9 +331,13 @@ class Answer:
     note: str = ""  # how the answer was reached when that is not the full search
 
 
-def _large(inst: Instance, capacity: int | None, lower: int) -> Answer:
+def _large(inst: Instance, capacity: int | None, lower: int, clock: Deadline) -> Answer:
     """Too many overlapping pairs for the search's adjacency lists: the lowest-offset-first dive
-    (segment tree and heap), under a few tie-breaking orders; no proof beyond the load bound."""
+    (segment tree and heap), under a few tie-breaking orders; no proof beyond the load bound.
+    A dive costs seconds here (S_1: 0.85 CPU s, 5 s at load 12 on 2 cores) and the kernel cannot be
+    interrupted: after the first, a dive starts only while ``clock`` has room for one at the mean
+    so far (deterministic: ``DIVE_SECONDS_PER_UNIT``), and under a wall-clock limit each runs in a
+    forked process killed when ``clock`` ends."""
     stats = Stats()
     best, best_top = None, 0
     if (inst.fixed >= 0).any():
@@ -317,26 +350,52 @@ def _large(inst: Instance, capacity: int | None, lower: int) -> Answer:
     # on idealloc/S_1: area first 1.0018 x the bound, total first 1.0023, size first 1.024
     keys = (np.lexsort((-size, -area)), np.lexsort((-size, -width, -total)), np.lexsort((-area, -total)),
             np.lexsort((-width, -size)))
-    for key in keys:
+    cost = inst.n * DIVE_SECONDS_PER_UNIT
+    pace = Pacer(clock, cost)
+    cut = ""
+    for k, key in enumerate(keys):
+        if k and not pace.another():
+            cut = f"; {clock.cancelled or 'time limit reached'}: {len(keys) - k} of {len(keys)} dives not run"
+            break
         rank = np.empty(inst.n, np.int64)
         rank[key] = np.arange(inst.n)
-        out = np.zeros(inst.n, np.int64)
         t0 = time.perf_counter()
-        kernel.skyline_dive(inst.size, inst.s0, inst.s1, inst.mod, inst.res, inst.lo, rank, np.int64(inst.nsec), out)
+        out = _skyline(inst, rank, clock)
+        clock.spend(cost)
         stats.seconds += time.perf_counter() - t0
+        if out is None:  # stopped at the deadline
+            cut = f"; {clock.cancelled or 'time limit reached'} during dive {k + 1} of {len(keys)}"
+            break
         stats.nodes += inst.n
         stats.runs += 1
         top = int((out + size).max()) if inst.n else 0
         if best is None or top < best_top:
             best, best_top = out, top
-    peak = best_top * inst.scale
-    fits = capacity is None or (peak <= capacity and bool((best <= inst.hi).all()))
     note = (f"{inst.n} buffers with more than {MAX_PAIRS} overlapping pairs: lowest-offset dive only, "
             "no search (bound from live load)")
     if not inst.single:
         note += "; multi-piece units placed as their bounding boxes"
+    if best is None:
+        return Answer(None, None, lower, False, False, True, stats, None, note + cut)
+    peak = best_top * inst.scale
+    fits = capacity is None or (peak <= capacity and bool((best <= inst.hi).all()))
     return Answer(best if fits else None, peak if fits else None, lower, fits and peak <= lower, False,
-                  False, stats, peak, note)
+                  False, stats, peak, note + cut)
+
+
+def _skyline(inst: Instance, rank: np.ndarray, clock: Deadline) -> np.ndarray | None:
+    """One lowest-offset dive (``kernel.skyline_dive``); under a wall-clock limit in a forked
+    process killed when ``clock`` ends (None then)."""
+    def run(_: Deadline | None = None) -> np.ndarray:
+        out = np.zeros(inst.n, np.int64)
+        kernel.skyline_dive(inst.size, inst.s0, inst.s1, inst.mod, inst.res, inst.lo, rank, np.int64(inst.nsec), out)
+        return out
+
+    if not clock.limited or clock.deterministic or "fork" not in mp.get_all_start_methods():
+        return run()
+    from optplan.lifecycle import fork_member
+
+    return fork_member(run, clock, grace=0.0).result()
 
 
 INEXACT_NOTE = ("a piece starts above its unit's lowest byte (a relative member above a dead root, or a gap "
@@ -367,7 +426,7 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: Objective
         good = min(good, cap)
     floor = max(lb, good)  # the search looks for no plan below this (proven too when the instance is exact)
     if inst.large:
-        return _large(inst, capacity, lower)
+        return _large(inst, capacity, lower, clock)
     exact = inst.exact
     ords = orderings(inst, seed, clock)
     best, best_top, stats = dive(ords, inst.n, floor, clock)
