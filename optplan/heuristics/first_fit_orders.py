@@ -10,7 +10,7 @@ from optplan.deadline import Deadline, Pacer
 from optplan.heuristics import orders
 from optplan.heuristics.packer import greedy_scored
 from optplan.objective import Objective
-from optplan.planners import Result, planner
+from optplan.planners import POLL_EVERY, Result, planner
 from optplan.problem import Problem
 
 ORDERS = {"size": orders.by_size, "area": orders.by_area, "length": orders.by_length, "start": orders.by_start}
@@ -19,12 +19,14 @@ ORDERS = {"size": orders.by_size, "area": orders.by_area, "length": orders.by_le
 @planner("first-fit-orders", clocks=True)
 def first_fit_orders(problem: Problem, deadline: Deadline, objective: Objective | None = None) -> Result:
     """First fit by decreasing size, area, lifetime length and by start; the lowest objective wins.
-    An order that would end after the ``deadline`` is not tried (``stats["cut"]``)."""
+    An order that would end after the ``deadline`` is not tried (``stats["cut"]``), on problems of
+    ``POLL_EVERY`` units or more (below, every order: each costs microseconds, and ``auto`` is
+    never worse than this heuristic alone whatever its limit)."""
     best, best_value, best_name, messages = None, float("inf"), None, []
     stats: dict[str, object] = {}
     pace = Pacer(deadline)
     for k, (name, order) in enumerate(ORDERS.items()):
-        if k and not pace.another():
+        if k and not pace.another() and len(problem.units) >= POLL_EVERY:
             stats["cut"] = f"orders {', '.join(list(ORDERS)[k:])} not tried"
             break
         value, plan = greedy_scored(problem, order(problem), "first", objective)
