@@ -29,6 +29,7 @@ from optplan.deadline import Deadline
 # group -> (module, its kernels called from Python: compiled means each is in numba's cache)
 GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     "validate": ("optplan.validate", ("_any_overlap",)),
+    "plan": ("optplan.plan", ("_highest",)),  # usage curves of the reports
     "heuristics": ("optplan.heuristics.compiled", ("_pack", "_banked", "_recycle")),
     "search": ("optplan.search.kernel", ("search", "overlap_graph", "count_overlaps", "skyline_dive")),
 }
@@ -165,6 +166,15 @@ def _warm_validate() -> None:
     _any_overlap(one, one + 2, one, one + 1)
 
 
+def _warm_plan() -> None:
+    import numpy as np
+
+    from optplan.plan import _highest
+
+    one = np.arange(4, dtype=np.int64)
+    _highest(one, one + 1, one, 5)
+
+
 def _warm_heuristics() -> None:
     from optplan.heuristics import compiled
     from optplan.heuristics.orders import by_start
@@ -190,5 +200,5 @@ def _warm_search() -> None:
         instance.MAX_PAIRS = limit
 
 
-_WARMUPS = {"validate": _warm_validate, "heuristics": _warm_heuristics, "search": _warm_search}
+_WARMUPS = {"validate": _warm_validate, "plan": _warm_plan, "heuristics": _warm_heuristics, "search": _warm_search}
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numba import njit
 
+from optplan import jit
 from optplan.objective import Objective
 from optplan.problem import INT64_MAX
 
@@ -159,7 +160,8 @@ def usage_curve(problem: Problem, placements: dict[str, Placement], memory: str)
     np.add.at(delta, np.searchsorted(times, start), size)
     np.add.at(delta, np.searchsorted(times, end), -size)
     live = np.cumsum(delta)
-    highest = _highest(np.searchsorted(times, start), np.searchsorted(times, end), top, len(times))
+    highest = (_highest if jit.usable("plan") else _highest.py_func)(  # the same code in Python (optplan.jit)
+        np.searchsorted(times, start), np.searchsorted(times, end), top, len(times))
     return UsageCurve(times, live, highest)
 
 

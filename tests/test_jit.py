@@ -76,7 +76,7 @@ def test_prepare_compiles_in_a_child_when_half_the_limit_allows(fresh: list) -> 
 def test_prepare_uses_what_is_compiled(fresh: list, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jit, "compiled", lambda group: group == "validate")
     jit.prepare(Deadline(5.0))
-    assert jit.not_compiled() == ["heuristics", "search"]
+    assert jit.not_compiled() == ["plan", "heuristics", "search"]
 
 
 def _generated(n: int) -> Problem:
