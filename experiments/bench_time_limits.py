@@ -52,14 +52,14 @@ WRAP = ("import json, sys, time; t0 = time.perf_counter(); import optplan.cli as
         "sys.stderr.write('\\n@@' + json.dumps([t1 - t0, t2 - t1, time.process_time() - c1]) + '\\n'); sys.exit(rc)")
 
 
-def run_one(tree: Path, planner: str, instance: str, limit: float) -> dict:
+def run_one(tree: Path, planner: str, instance: str, limit: float, deterministic: bool = False) -> dict:
     src = SHARED / INSTANCES[instance]
     with tempfile.TemporaryDirectory() as tmp:
         if planner == "compare":
             cmd = ["compare", str(src), "--time-limit", str(limit)]
         else:
             cmd = ["solve", str(src), "--planner", planner, "--time-limit", str(limit), "--json", "-o",
-                   str(Path(tmp) / "plan.json")]
+                   str(Path(tmp) / "plan.json")] + (["--deterministic", "--seed", "1"] if deterministic else [])
         t0 = time.perf_counter()
         proc = subprocess.run([sys.executable, "-c", WRAP, *cmd], env=_env(tree), capture_output=True, cwd=tree,
                               text=True, timeout=30 * limit + 300)
@@ -84,8 +84,12 @@ def main() -> None:
     ap.add_argument("--tree", type=Path, default=ROOT, help="the optplan checkout to run (default: this one)")
     ap.add_argument("--planners", help="comma-separated (default: every registered planner and compare)")
     ap.add_argument("--instances", default=",".join(INSTANCES))
+    ap.add_argument("--deterministic", action="store_true",
+                    help="solve with --deterministic --seed 1 (time in deterministic seconds; compare is left out)")
     args = ap.parse_args()
     names = args.planners.split(",") if args.planners else planners(args.tree)
+    if args.deterministic:
+        names = [n for n in names if n != "compare"]
     jobs = [(p, i, t) for t in args.limits for i in args.instances.split(",") for p in names]
     git = subprocess.run(["git", "-C", str(args.tree), "log", "-1", "--format=%h %s"], capture_output=True,
                          text=True).stdout.strip()[:90]
@@ -97,7 +101,7 @@ def main() -> None:
     rows = []
     worst: dict[str, float] = {}
     with ThreadPoolExecutor(args.jobs) as pool:
-        for r in pool.map(lambda j: run_one(args.tree, *j), jobs):  # printed as they come, in order
+        for r in pool.map(lambda j: run_one(args.tree, *j, deterministic=args.deterministic), jobs):  # printed as they come, in order
             rows.append(r)
             over = r["wall"] - r["limit"]
             ok = over <= max(0.1 * r["limit"], 1.0)
