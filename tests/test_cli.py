@@ -146,7 +146,8 @@ def test_deterministic_runs_repeat_byte_for_byte(shared: Path, tmp_path: Path) -
     processes with different hash seeds (set order), on minimalloc A with a 1 s limit (the search,
     CP-SAT, MILP and hill-climb stop on their deterministic budgets there): the same plan file (or
     none) and the same ``--json`` object. Only the time-valued fields (``_untimed``) are left out;
-    everything else, message and stats included, must match."""
+    everything else, message and stats included, must match; but for a planner whose CP-SAT run hit
+    its wall-clock cap in either run (the plan says so: ``stats.deterministic_wall_capped``)."""
     import os
     import subprocess
     import sys
@@ -169,8 +170,11 @@ def test_deterministic_runs_repeat_byte_for_byte(shared: Path, tmp_path: Path) -
         stdout, stderr = proc.communicate(timeout=900)
         assert proc.returncode == 0, stderr
         printed.append([_untimed(json.loads(line)) for line in stdout.splitlines()])
-    assert len(printed[0]) == len(names) and printed[0] == printed[1]
-    for n in names:
+    assert len(printed[0]) == len(names) == len(printed[1])
+    for n, a, b in zip(names, *printed):
+        if "deterministic_wall_capped" in a["stats"] or "deterministic_wall_capped" in b["stats"]:
+            continue  # CP-SAT stopped by its wall-clock cap (a loaded machine), as the plan says: may differ (README)
+        assert a == b, n
         files = [out / f"{n}.json" for out, _ in runs]
         assert files[0].exists() == files[1].exists(), n
         if files[0].exists():
