@@ -385,13 +385,15 @@ def _large(inst: Instance, capacity: int | None, lower: int, clock: Deadline) ->
 
 def _skyline(inst: Instance, rank: np.ndarray, clock: Deadline) -> np.ndarray | None:
     """One lowest-offset dive (``kernel.skyline_dive``); under a wall-clock limit in a forked
-    process killed when ``clock`` ends (None then)."""
+    process killed when ``clock`` ends (None then), unless this process is a forked portfolio
+    member (daemonic: it may not fork, and its parent kills it when it is late)."""
     def run(_: Deadline | None = None) -> np.ndarray:
         out = np.zeros(inst.n, np.int64)
         kernel.skyline_dive(inst.size, inst.s0, inst.s1, inst.mod, inst.res, inst.lo, rank, np.int64(inst.nsec), out)
         return out
 
-    if not clock.limited or clock.deterministic or "fork" not in mp.get_all_start_methods():
+    if (not clock.limited or clock.deterministic or "fork" not in mp.get_all_start_methods()
+            or mp.current_process().daemon):  # a portfolio member already: its parent kills it when late
         return run()
     from optplan.lifecycle import fork_member
 
