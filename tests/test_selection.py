@@ -83,6 +83,9 @@ def test_auto_relax_and_verify_matches_the_brute_force() -> None:
     from optplan import planners
     from optplan.plan import Status
 
+    # compile the numba kernels first (seconds; minutes under load after they change), outside the time limit
+    first = next(cases(11, 12, aligned))[0]
+    planners.solve(first, "auto", objective=FAST_FIRST, workers=1)
     seen = 0
     for p, _part, (w_opt, l_opt) in cases(11, 12, aligned):
         plan = planners.solve(p, "auto", objective=FAST_FIRST, time_limit=20, workers=1)
