@@ -69,8 +69,8 @@ def run_minimalloc(runner: tuple[str, object], problem: Problem, seconds: float)
         src, dst = Path(tmp, "in.csv"), Path(tmp, "out.csv")
         src.write_text("id,lower,upper,size\n" + "".join(f"{b.id},{b.start},{b.end},{b.size}\n" for b in problem.buffers))
         try:
-            subprocess.run([str(what), f"--capacity={CAPACITY}", f"--input={src}", f"--output={dst}"],
-                           timeout=seconds, capture_output=True, check=False)
+            subprocess.run([str(what), f"--capacity={CAPACITY}", f"--input={src}", f"--output={dst}", f"--timeout={seconds:g}s"],
+                           timeout=seconds + 5, capture_output=True, check=False)
         except subprocess.TimeoutExpired:
             return None
         return time.perf_counter() - t0 if dst.exists() and dst.stat().st_size > 0 else None

@@ -83,10 +83,10 @@ def section_totals(inst: Instance) -> np.ndarray:
     return total
 
 
-def orderings(inst: Instance, seed: int = 0, clock: Deadline | None = None) -> list[Ordered]:
-    """The portfolio: buffers that are hard to fit first, by several measures, plus random ones
-    (each costs a second on thousands of units: after the first, only while ``clock`` has room
-    for another at the mean cost so far)."""
+def orderings(inst: Instance, seed: int = 0) -> list[Ordered]:
+    """The portfolio: buffers that are hard to fit first, by several measures, plus random ones.
+    An ordering equal to an earlier one is left out (on a perfect packing every unit's ``total``
+    is the capacity, so "total" is "width"). Each one's arrays are built on its first run."""
     n = inst.n
     size = inst.size
     width = inst.end - inst.start
@@ -109,11 +109,12 @@ def orderings(inst: Instance, seed: int = 0, clock: Deadline | None = None) -> l
     # the kernel tries candidates lowest offset first, ties by rank: with the hatless cut-off this beat trying them
     # by rank alone on every minimalloc instance (measured per ordering, node limit 200k)
     ords: list[Ordered] = []
-    pace = None if clock is None else Pacer(clock)
+    seen: set[bytes] = set()
     for name, perm in out:
-        if ords and pace is not None and not pace.another():
-            break
-        ords.append(ordered(inst, name, np.asarray(perm, np.int64)))
+        perm = np.asarray(perm, np.int64)
+        if perm.tobytes() not in seen:
+            seen.add(perm.tobytes())
+            ords.append(ordered(inst, name, perm))
     for k, o in enumerate(ords):
         o.seed = (seed, k)
     return ords
@@ -178,7 +179,7 @@ def dive(ords: list[Ordered], n: int, lb: int = 0, clock: Deadline | None = None
     """The search without backtracking and without a capacity: one canonical plan per ordering
     (milliseconds; seconds on thousands of units: after the first plan, only while ``clock`` has
     room for another at the mean so far, and a dive still running when a wall-clock ``clock``
-    ends is stopped); the lowest peak wins. Returns (offsets, scaled peak, stats)."""
+    ends is stopped); the lowest peak wins, and one at ``lb`` ends the dives. Returns (offsets, scaled peak, stats)."""
     stats, best, best_top = Stats(), None, 0
     stop = np.zeros(1, np.int64)
     pace = None if clock is None else Pacer(clock)
@@ -430,8 +431,10 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: Objective
     if inst.large:
         return _large(inst, capacity, lower, clock)
     exact = inst.exact
-    ords = orderings(inst, seed, clock)
-    best, best_top, stats = dive(ords, inst.n, floor, clock)
+    ords = orderings(inst, seed)
+    # a decision at a capacity dives into one ordering only: the search's first descent in each
+    # ordering is that ordering's dive with the capacity's pruning, so more dives would repeat it
+    best, best_top, stats = dive(ords[:1] if cap is not None and not objective.optimizes else ords, inst.n, floor, clock)
     dive_peak = None if best is None else best_top * g
     if best is not None and cap is not None and best_top > cap:
         best = None

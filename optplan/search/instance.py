@@ -50,6 +50,7 @@ class Instance:
     nb_ptr: np.ndarray  # span overlap adjacency (CSR); empty for a large instance
     nb_idx: np.ndarray
     large: bool = False  # too many overlapping pairs for the search: greedy dive only
+    twins: np.ndarray | None = None  # twin_groups, computed on first use
 
     @property
     def exact(self) -> bool:
@@ -168,16 +169,26 @@ def build(problem: Problem, memory: str, units: list[Unit]) -> Instance:
                     _arr(hint), start, end, _arr(area), y0, max(len(times) - 1, 0), nb_ptr, nb_idx, large)
 
 
-@dataclass
 class Ordered:
-    """An instance relabelled so that index = rank in one static ordering."""
+    """An instance relabelled so that index = rank in one static ordering. The search's arrays
+    are built on first use: most decisions end within the first ordering or two, and building one
+    costs more than a short run on a small part."""
 
-    name: str
-    perm: np.ndarray  # rank -> index in the Instance
-    arrays: kernel.Arrays  # the search's static arrays, in rank order
-    table: np.ndarray | None = None  # the search's failed-state table and its random words (engine.table_of)
-    zob: np.ndarray | None = None
-    seed: tuple[int, ...] = (0,)  # of the random words: a run repeats with the same seed
+    def __init__(self, inst: Instance, name: str, perm: np.ndarray) -> None:
+        self.inst = inst
+        self.name = name
+        self.perm = perm  # rank -> index in the Instance
+        self._arrays: kernel.Arrays | None = None
+        self.table: np.ndarray | None = None  # the search's failed-state table and its random words (engine.table_of)
+        self.zob: np.ndarray | None = None
+        self.seed: tuple[int, ...] = (0,)  # of the random words: a run repeats with the same seed
+
+    @property
+    def arrays(self) -> kernel.Arrays:
+        """The search's static arrays, in rank order."""
+        if self._arrays is None:
+            self._arrays = _arrays(self.inst, self.perm)
+        return self._arrays
 
     def unpermute(self, offsets: np.ndarray) -> np.ndarray:
         out = np.empty_like(offsets)
@@ -186,6 +197,41 @@ class Ordered:
 
 
 def ordered(inst: Instance, name: str, perm: np.ndarray) -> Ordered:
+    return Ordered(inst, name, perm)
+
+
+def twin_groups(inst: Instance) -> np.ndarray:
+    """Per unit, a group number shared by units with the same footprint, span and alignment
+    (twins: the search places them in rank order), -1 for fixed units. Computed once per instance."""
+    if inst.twins is None:
+        groups: dict[tuple[int, ...], int] = {}
+        gid = np.full(inst.n, -1, np.int64)
+        for i in range(inst.n):
+            if inst.fixed[i] >= 0:
+                continue
+            key: tuple[int, ...] = (int(inst.size[i]), int(inst.s0[i]), int(inst.s1[i]), int(inst.mod[i]), int(inst.res[i]),
+                                    int(inst.lo[i]))
+            a, b = int(inst.pp[i]), int(inst.pp[i + 1])
+            if b - a > 1:  # twins share the whole footprint
+                key += tuple(int(v) for q in range(a, b) for v in (inst.ps0[q], inst.ps1[q], inst.py0[q], inst.ph[q]))
+            gid[i] = groups.setdefault(key, len(groups))
+        inst.twins = gid
+    return inst.twins
+
+
+def _twins(inst: Instance, perm: np.ndarray) -> np.ndarray:
+    """Per rank, the rank of the previous twin in this ordering, -1 when none."""
+    n = inst.n
+    g = twin_groups(inst)[perm]
+    order = np.lexsort((np.arange(n), g))  # ranks by group, then rank
+    twin = np.full(n, -1, np.int64)
+    same = np.zeros(n, bool)
+    same[1:] = (g[order][1:] == g[order][:-1]) & (g[order][1:] >= 0)
+    twin[order[same]] = order[np.flatnonzero(same) - 1]
+    return twin
+
+
+def _arrays(inst: Instance, perm: np.ndarray) -> kernel.Arrays:
     n = inst.n
     inv = np.empty(n, np.int64)
     inv[perm] = np.arange(n)
@@ -210,16 +256,5 @@ def ordered(inst: Instance, name: str, perm: np.ndarray) -> Ordered:
     np.cumsum(npc, out=pp[1:])
     pg = np.repeat(inst.pp[:-1][perm] - pp[:-1], npc) + np.arange(pp[-1])
     ps0, ps1, py0, ph = inst.ps0[pg], inst.ps1[pg], inst.py0[pg], inst.ph[pg]
-    twin = np.full(n, -1, np.int64)
-    last: dict[tuple[int, ...], int] = {}
-    for r in range(n):
-        if fixed[r] >= 0:
-            continue
-        key: tuple[int, ...] = (int(size[r]), int(s0[r]), int(s1[r]), int(mod[r]), int(res[r]), int(lo[r]))
-        if npc[r] > 1:  # twins share the whole footprint
-            key += tuple(int(v) for q in range(pp[r], pp[r + 1]) for v in (ps0[q], ps1[q], py0[q], ph[q]))
-        twin[r] = last.get(key, -1)
-        last[key] = r
-    arrays = kernel.Arrays(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, ptr, idx.astype(np.int64), fptr,
-                           fidx, twin, np.int64(inst.nsec))
-    return Ordered(name, perm, arrays)
+    return kernel.Arrays(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, ptr, idx.astype(np.int64), fptr,
+                         fidx, _twins(inst, perm), np.int64(inst.nsec))

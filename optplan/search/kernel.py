@@ -187,12 +187,13 @@ Arrays = namedtuple("Arrays", ["size", "s0", "s1", "pp", "ps0", "ps1", "py0", "p
                                "fixed", "nb_ptr", "nb_idx", "fx_ptr", "fx_idx", "twin", "nsec"])
 Arrays.__doc__ = "An ordering's static arrays (``search``'s docstring); ``nsec`` the number of sections."
 
-Rules = namedtuple("Rules", ["dominance", "sections", "lift", "twins", "decomposition", "hatless", "valleys", "tight"])
+Rules = namedtuple("Rules", ["dominance", "sections", "lift", "twins", "decomposition", "hatless", "valleys", "tight",
+                             "forced"])
 Rules.__doc__ = """Pruning rules that can be switched off one by one (module docstring; MiniMalloc's
 ``SolverParams`` is the model). Each is sound on its own: switching any off changes node counts, never
 the answer. ``lift`` only sharpens the section check's thresholds. The order rule and the canonical
 floors are the search itself, not switches; the failed-state table is switched off by an empty ``table``."""
-ALL_RULES = Rules(True, True, True, True, True, True, True, True)
+ALL_RULES = Rules(True, True, True, True, True, True, True, True, True)
 
 # Frames: one row per depth, Pending: one row per component waiting to be searched (int64 columns).
 # A frame holds its component (pool slice, unplaced count, L and Li), its owner (the frame to return
@@ -201,7 +202,7 @@ ALL_RULES = Rules(True, True, True, True, True, True, True, True)
 # unit placed has no unplaced unit above it), and the failed-state table's component hash (C1, C2),
 # key (K1, K2) and whether to store the key when the frame fails (REC).
 (_F_START, _F_LEN, _F_CNT, _F_L, _F_LI, _F_OWNER, _F_PT, _F_POOL, _F_TRAIL, _F_I, _F_LO, _F_U1, _F_U1A, _F_U2, _F_F,
- _F_FA, _F_HAT, _F_REC, _F_C1, _F_C2, _F_K1, _F_K2, _F_HP1, _F_HP2, _F_HF1, _F_HF2, _F_CEIL, _NF) = range(28)
+ _F_FA, _F_HAT, _F_REC, _F_C1, _F_C2, _F_K1, _F_K2, _F_HP1, _F_HP2, _F_HF1, _F_HF2, _F_CEIL, _F_FS, _NF) = range(29)
 # a pending component: pool slice, unplaced count, L and Li, owner, member hashes
 _P_START, _P_LEN, _P_CNT, _P_L, _P_LI, _P_OWNER, _P_H1, _P_H2, _NP = range(9)
 Scratch = namedtuple("Scratch", ["cuts", "acc", "min1", "min1c", "min2", "ev", "lg", "rmax", "sel", "evb", "members",
@@ -357,22 +358,18 @@ def _initial_components(st, a, pool, cap, use_tt, zob, split):
 
 
 @njit(cache=True, inline="always")
-def _enter(st, a, d, table, use_tt, zob):
-    """Open frame ``d`` on the pending component on top; True when the failed-state table knows
-    its key (the frame then fails at once)."""
+def _enter(st, d, use_tt):
+    """Open frame ``d`` on the pending component on top (and keep the placement hashes to restore)."""
     fr = st.f
     pe = st.p
-    a_nsec, a_size = a.nsec, a.size
     reg = st.reg
     pt = reg[_PT]
     j = pt - 1
-    L = pe[j, _P_L]
-    Li = pe[j, _P_LI]
     fr[d, _F_START] = pe[j, _P_START]
     fr[d, _F_LEN] = pe[j, _P_LEN]
     fr[d, _F_CNT] = pe[j, _P_CNT]
-    fr[d, _F_L] = L
-    fr[d, _F_LI] = Li
+    fr[d, _F_L] = pe[j, _P_L]
+    fr[d, _F_LI] = pe[j, _P_LI]
     fr[d, _F_OWNER] = pe[j, _P_OWNER]
     fr[d, _F_PT] = pt
     fr[d, _F_POOL] = reg[_POOL]
@@ -380,19 +377,30 @@ def _enter(st, a, d, table, use_tt, zob):
     fr[d, _F_LO] = -1
     fr[d, _F_HAT] = False
     fr[d, _F_REC] = False
-    if not use_tt:
-        return False
-    # the key: capacity, placed set, floors, component members, L and Li (docstring)
-    n = a_size.shape[0]
-    zL = _ZW * n + 1 + a_nsec
-    fr[d, _F_C1] = pe[j, _P_H1]
-    fr[d, _F_C2] = pe[j, _P_H2]
-    fr[d, _F_HP1] = reg[_HP1]
-    fr[d, _F_HP2] = reg[_HP2]
-    fr[d, _F_HF1] = reg[_HF1]
-    fr[d, _F_HF2] = reg[_HF2]
-    k1 = reg[_HK1] ^ reg[_HP1] ^ reg[_HF1] ^ pe[j, _P_H1] ^ _word(zob[0, zL], L) ^ zob[0, 2 * n + Li + 1]
-    k2 = reg[_HK2] ^ reg[_HP2] ^ reg[_HF2] ^ pe[j, _P_H2] ^ _word(zob[1, zL], L) ^ zob[1, 2 * n + Li + 1]
+    fr[d, _F_FS] = -1
+    if use_tt:
+        fr[d, _F_C1] = pe[j, _P_H1]
+        fr[d, _F_C2] = pe[j, _P_H2]
+        fr[d, _F_HP1] = reg[_HP1]
+        fr[d, _F_HP2] = reg[_HP2]
+        fr[d, _F_HF1] = reg[_HF1]
+        fr[d, _F_HF2] = reg[_HF2]
+
+
+@njit(cache=True, inline="always")
+def _lookup(st, a, d, table, zob, blocked):
+    """True when the failed-state table knows frame ``d``'s key (the frame then fails at once).
+    The key: capacity, placed set, floors, component members, and L and Li only while the order
+    rule keeps some unplaced unit from its lowest offset (``blocked``): otherwise nothing below
+    depends on them (docstring), and states reached in different orders meet."""
+    fr = st.f
+    reg = st.reg
+    n = a.size.shape[0]
+    zL = _ZW * n + 1 + a.nsec
+    L = fr[d, _F_L] if blocked else -1
+    Li = fr[d, _F_LI] if blocked else -1
+    k1 = reg[_HK1] ^ reg[_HP1] ^ reg[_HF1] ^ fr[d, _F_C1] ^ _word(zob[0, zL], L) ^ zob[0, 2 * n + Li + 1]
+    k2 = reg[_HK2] ^ reg[_HP2] ^ reg[_HF2] ^ fr[d, _F_C2] ^ _word(zob[1, zL], L) ^ zob[1, 2 * n + Li + 1]
     fr[d, _F_K1] = k1
     fr[d, _F_K2] = k2
     if k1 == 0 and k2 == 0:  # (0, 0) marks an empty slot: such a key is never stored
@@ -409,7 +417,7 @@ def _enter(st, a, d, table, use_tt, zob):
 @njit(cache=True, inline="always")
 def _bounds(st, a, rules, d, pool, cap):
     """Entry checks of frame ``d`` (every unplaced unit still fits above L and under ``cap``;
-    dominance) and the dominance bounds its candidates need. Returns (fails, emin, smin, smax):
+    dominance) and the dominance bounds its candidates need. Returns (fails, emin, smin, smax, blocked):
     the lowest offset any unplaced unit may still take and the sections they span."""
     fr = st.f
     a_fixed, a_hi, a_mod, a_nsec, a_res, a_s0, a_s1, a_size = a.fixed, a.hi, a.mod, a.nsec, a.res, a.s0, a.s1, a.size
@@ -426,6 +434,7 @@ def _bounds(st, a, rules, d, pool, cap):
     smin = a_nsec
     smax = 0
     fails = False
+    blocked = False  # the order rule keeps some unit from its lowest offset
     for p in range(fr[d, _F_LEN]):
         c = pool[fr[d, _F_START] + p]
         if placed[c]:
@@ -449,6 +458,8 @@ def _bounds(st, a, rules, d, pool, cap):
             elif v < U2:
                 U2 = v
             e = oc
+            if e < L or (e == L and c < Li):
+                blocked = True
             if e < L:
                 e = _align(L, a_mod[c], a_res[c])
         if e + a_size[c] > cap or e > a_hi[c]:
@@ -474,7 +485,7 @@ def _bounds(st, a, rules, d, pool, cap):
     fr[d, _F_U2] = U2
     fr[d, _F_F] = F
     fr[d, _F_FA] = Fa
-    return fails, emin, smin, smax
+    return fails, emin, smin, smax, blocked
 
 
 @njit(cache=True, inline="always")
@@ -487,6 +498,7 @@ def _thresholds(st, a, rules, d, pool, single, base, smin, smax):
     placed = st.placed
     mf = st.mf
     L = fr[d, _F_L]
+    Li = fr[d, _F_LI]
     st0 = fr[d, _F_START]
     ln = fr[d, _F_LEN]
     lift = rules.lift
@@ -514,7 +526,7 @@ def _thresholds(st, a, rules, d, pool, single, base, smin, smax):
             continue
         if a_fixed[c] >= 0:
             w_ev[k] = a_fixed[c]
-        elif lift and _align(mf[c], a_mod[c], a_res[c]) < L:
+        elif lift and (_align(mf[c], a_mod[c], a_res[c]) < L or (_align(mf[c], a_mod[c], a_res[c]) == L and c < Li)):
             ms = _BIG
             if single:  # neighbours lowest first: the first unplaced one is the smallest
                 for q in range(a_nb_ptr[c], a_nb_ptr[c + 1]):
@@ -608,6 +620,8 @@ def _valleys_fail(st, a, d, pool, cap, smin, smax):
     vst, vend, head, nxt, reach = st.w.vst, st.w.vend, st.w.head, st.w.nxt, st.w.reach
     a_s0, a_s1, a_size, a_mod, a_res, a_fixed, a_hi = a.s0, a.s1, a.size, a.mod, a.res, a.fixed, a.hi
     fr = st.f
+    L = fr[d, _F_L]
+    Li = fr[d, _F_LI]
     checked = False
     s = smin
     while s < smax:
@@ -640,6 +654,8 @@ def _valleys_fail(st, a, d, pool, cap, smin, smax):
             continue
         if (a_fixed[c] if a_fixed[c] >= 0 else _align(mf[c], a_mod[c], a_res[c])) != f:
             continue
+        if f < L or (f == L and c < Li):
+            continue  # the order rule keeps it from offset f
         nxt[c] = head[k0]
         head[k0] = c
     s = smin
@@ -669,11 +685,48 @@ def _valleys_fail(st, a, d, pool, cap, smin, smax):
 
 
 @njit(cache=True, inline="always")
+def _forced(st, a, d, pool, cap, emin, smin, smax):
+    """Forced-section branching: when no unplaced unit can go below ``ceil`` (the lowest floor of a
+    tight section, ``emin >= ceil``), every tight section at that floor must be covered by a unit at
+    exactly ``ceil``, whichever order the rest is placed in. The frame then branches on which unit
+    covers the one such section with the fewest units able to (first fail; the leftmost on ties):
+    each branch is a different plan, so the order rule's tie-break by index is not needed at ``ceil``
+    (the child starts it afresh: ``Li = -1``). Sets ``_F_FS`` (-1: the ordinary candidates)."""
+    fr = st.f
+    ceil = fr[d, _F_CEIL]
+    if ceil >= _BIG or emin < ceil:
+        return
+    floor, load, placed, mf = st.floor, st.load, st.placed, st.mf
+    cnt = st.w.acc
+    a_s0, a_s1, a_size, a_mod, a_res, a_fixed, a_hi = a.s0, a.s1, a.size, a.mod, a.res, a.fixed, a.hi
+    L = fr[d, _F_L]
+    Li = fr[d, _F_LI]
+    for k in range(smin, smax):
+        cnt[k] = 0
+    st0 = fr[d, _F_START]
+    for p in range(fr[d, _F_LEN]):
+        c = pool[st0 + p]
+        if placed[c]:
+            continue
+        oc = a_fixed[c] if a_fixed[c] >= 0 else _align(mf[c], a_mod[c], a_res[c])
+        if oc != ceil or oc + a_size[c] > cap or oc > a_hi[c] or (oc == L and c < Li):
+            continue
+        for k in range(a_s0[c], a_s1[c]):
+            cnt[k] += 1
+    best = -1
+    for k in range(smin, smax):
+        if load[k] > 0 and floor[k] == ceil and floor[k] + load[k] >= cap and (best < 0 or cnt[k] < cnt[best]):
+            best = k
+    fr[d, _F_FS] = best
+
+
+@njit(cache=True, inline="always")
 def _next_candidate(st, a, rules, d, pool, cap):
     """The next candidate of frame ``d`` in (offset, index) order after the last one tried, at
     its lowest legal offset: (unit, offset), unit -1 when none is left."""
     fr = st.f
     a_fixed, a_fx_idx, a_fx_ptr, a_hi, a_mod, a_ph, a_pp, a_ps0, a_ps1, a_py0, a_res, a_size, a_twin = a.fixed, a.fx_idx, a.fx_ptr, a.hi, a.mod, a.ph, a.pp, a.ps0, a.ps1, a.py0, a.res, a.size, a.twin
+    a_s0, a_s1 = a.s0, a.s1
     placed = st.placed
     mf = st.mf
     L = fr[d, _F_L]
@@ -703,11 +756,15 @@ def _next_candidate(st, a, rules, d, pool, cap):
             continue
         if oc > fr[d, _F_CEIL]:
             continue  # a tight section's floor would stay a hole
+        fs = fr[d, _F_FS]
+        if fs >= 0 and (oc != fr[d, _F_CEIL] or a_s0[c] > fs or a_s1[c] <= fs):
+            continue  # forced: only a unit covering the forced section at ceil
         u = fr[d, _F_U2] if fr[d, _F_U1A] == c else fr[d, _F_U1]
         if u <= oc:
             continue
-        if fr[d, _F_FA] >= 0 and fr[d, _F_FA] != c and (fr[d, _F_F] < oc or (fr[d, _F_F] == oc and fr[d, _F_FA] < c)):
-            continue
+        if fr[d, _F_FA] >= 0 and fr[d, _F_FA] != c and (fr[d, _F_F] < oc or (fr[d, _F_F] == oc and fr[d, _F_FA] < c
+                                                                           and fs < 0)):
+            continue  # a fixed unit lower in (offset, index) order goes first (forced: lower offset)
         bad = False
         for q in range(a_fx_ptr[c], a_fx_ptr[c + 1]):
             x = a_fx_idx[q]
@@ -822,7 +879,8 @@ def _place(st, a, rules, d, b, ob, pool, offsets, cap, single, use_tt, zob):
         pe[pt, _P_LEN] = ln
         pe[pt, _P_CNT] = rem
         pe[pt, _P_L] = ob
-        pe[pt, _P_LI] = b
+        # forced: no order among the units at ob is implied; the parent's tie-break still binds there
+        pe[pt, _P_LI] = b if fr[d, _F_FS] < 0 else (fr[d, _F_LI] if fr[d, _F_L] == ob else -1)
         pe[pt, _P_OWNER] = d
         pe[pt, _P_H1] = fr[d, _F_C1] ^ zob[0, n + b] if use_tt else 0
         pe[pt, _P_H2] = fr[d, _F_C2] ^ zob[1, n + b] if use_tt else 0
@@ -924,14 +982,17 @@ def search(a, rules, cap, node_limit, stop, offsets, table, zob):
                 return LIMIT, nodes
             if (nodes & 1023) == 0 and stop[0] != 0:
                 return LIMIT, nodes
-            exhausted = _enter(st, a, d, table, use_tt, zob)
-            fails, emin, smin, smax = _bounds(st, a, rules, d, pool, cap)
-            exhausted = exhausted or fails
+            _enter(st, d, use_tt)
+            exhausted, emin, smin, smax, blocked = _bounds(st, a, rules, d, pool, cap)
+            if not exhausted and use_tt:
+                exhausted = _lookup(st, a, d, table, zob, blocked)
             if not exhausted and rules.valleys and single:
                 exhausted = _valleys_fail(st, a, d, pool, cap, smin, smax)
             if not exhausted and rules.sections:
                 exhausted = _sections_fail(st, a, rules, d, pool, cap, single, emin, smin, smax)
-        elif rules.hatless and st.f[d, _F_HAT]:
+            if not exhausted and rules.forced and rules.tight:
+                _forced(st, a, d, pool, cap, emin, smin, smax)
+        elif rules.hatless and st.f[d, _F_HAT] and st.f[d, _F_FS] < 0:
             exhausted = True  # hatless: the reference plan is not in a later branch (docstring)
         if not exhausted:
             b, ob = _next_candidate(st, a, rules, d, pool, cap)

@@ -26,8 +26,7 @@ def time_parts(units: list[Unit]) -> list[list[Unit]]:
     memory's peak is the highest of theirs), each solved with the ordering that suits it."""
     parts: list[list[Unit]] = []
     end = None
-    for u in sorted((u for u in units if u.pieces), key=lambda u: u.start):
-        t0, t1 = u.start, u.end
+    for t0, t1, u in sorted(((u.start, u.end, u) for u in units if u.pieces), key=lambda x: x[0]):
         if end is None or t0 >= end:
             parts.append([])
             end = t1

@@ -1,0 +1,71 @@
+"""Search effort in nodes (load-independent): the engine's decision at 1 MiB on generated instances.
+
+    python experiments/tune_search.py [--families guillotine pinwheel] [--seeds 0:40] [--nodes 2000000] [--jobs 2]
+
+Each instance runs ``engine.solve`` (objective ``feasible``) under a deterministic deadline of
+``--nodes`` nodes, so the figures are node counts, the same on every run and machine. Prints one
+line per instance and a summary: solved, and node quantiles (unsolved count as over the limit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+from gen_instances import CELLS, FAMILIES, UNIT, instance
+
+from optplan.bounds import lower_bounds
+from optplan.deadline import Deadline
+from optplan.search import engine
+from optplan.search.instance import build
+
+CAPACITY = CELLS * UNIT
+
+
+def one(args: tuple[str, int, int]) -> tuple[str, int, int, str, int, str, float]:
+    family, seed, nodes = args
+    p = instance(family, seed)
+    inst = build(p, "mem", list(p.units))
+    t0 = time.process_time()
+    ans = engine.solve(inst, CAPACITY, lower_bounds(p).lower["mem"], "feasible",
+                       Deadline(nodes / engine.NODES_PER_SECOND, deterministic=True))
+    status = "found" if ans.offsets is not None else "infeasible" if ans.infeasible else "limit"
+    return family, seed, len(p.buffers), status, ans.stats.nodes, ",".join(sorted(ans.stats.winners)), time.process_time() - t0
+
+
+def quantile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, math.ceil(q * len(xs)) - 1))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--families", nargs="+", default=["guillotine", "pinwheel"], choices=FAMILIES)
+    ap.add_argument("--seeds", default="0:40")
+    ap.add_argument("--nodes", type=int, default=2_000_000)
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args(argv)
+    a, b = (int(x) for x in args.seeds.split(":"))
+    tasks = [(f, s, args.nodes) for f in args.families for s in range(a, b)]
+    engine.ensure_compiled()
+    rows = []
+    with ProcessPoolExecutor(args.jobs) as pool:
+        for row in pool.map(one, tasks):
+            rows.append(row)
+            f, s, n, status, nodes, win, cpu = row
+            print(f"{f}-{s} n={n} {status} nodes={nodes} cpu={cpu:.1f}s {win}", flush=True)
+    for fam in args.families + ["all"]:
+        rs = [r for r in rows if fam in ("all", r[0])]
+        solved = [r for r in rs if r[3] != "limit"]
+        eff = [r[4] if r[3] != "limit" else math.inf for r in rs]
+        print(f"{fam}: solved {len(solved)}/{len(rs)}  median nodes {quantile(eff, .5):.0f}  p90 {quantile(eff, .9):.0f}  "
+              f"total cpu {sum(r[6] for r in rs):.0f}s")
+    print("unsolved:", " ".join(f"{r[0]}-{r[1]}" for r in rows if r[3] == "limit"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
