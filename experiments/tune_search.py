@@ -2,8 +2,9 @@
 
     python experiments/tune_search.py [--families guillotine pinwheel] [--seeds 0:40] [--nodes 2000000] [--jobs 2]
 
-Each instance runs ``engine.solve`` (objective ``feasible``) under a deterministic deadline of
-``--nodes`` nodes, so the figures are node counts, the same on every run and machine. Prints one
+Each instance runs the ``search`` planner (objective ``feasible``, so time parts and orderings as a
+user gets them) under a deterministic deadline of ``--nodes`` nodes, so the figures are node counts,
+the same on every run and machine. Prints one
 line per instance and a summary: solved, and node quantiles (unsolved count as over the limit).
 """
 
@@ -15,25 +16,20 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-from gen_instances import CELLS, FAMILIES, UNIT, instance
+from gen_instances import FAMILIES, instance
 
-from optplan.bounds import lower_bounds
-from optplan.deadline import Deadline
+from optplan.planners import solve
 from optplan.search import engine
-from optplan.search.instance import build
-
-CAPACITY = CELLS * UNIT
 
 
 def one(args: tuple[str, int, int]) -> tuple[str, int, int, str, int, str, float]:
     family, seed, nodes = args
     p = instance(family, seed)
-    inst = build(p, "mem", list(p.units))
     t0 = time.process_time()
-    ans = engine.solve(inst, CAPACITY, lower_bounds(p).lower["mem"], "feasible",
-                       Deadline(nodes / engine.NODES_PER_SECOND, deterministic=True))
-    status = "found" if ans.offsets is not None else "infeasible" if ans.infeasible else "limit"
-    return family, seed, len(p.buffers), status, ans.stats.nodes, ",".join(sorted(ans.stats.winners)), time.process_time() - t0
+    plan = solve(p, "search", time_limit=nodes / engine.NODES_PER_SECOND, deterministic=True, objective="feasible")
+    status = "found" if plan.found else plan.status.value.lower() if plan.status.value == "INFEASIBLE" else "limit"
+    return (family, seed, len(p.buffers), status, int(plan.stats["nodes"]), ",".join(plan.stats["winning_orderings"]),
+            time.process_time() - t0)
 
 
 def quantile(xs: list[float], q: float) -> float:

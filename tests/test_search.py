@@ -645,3 +645,41 @@ def test_small_generated_instances_are_packed_at_their_known_optimum(family: str
         plan = solve(problem.with_capacity(None), "search", time_limit=20)
         assert plan.status == Status.OPTIMAL and plan.peak["mem"] == 48 * 1024, (seed, plan.status, plan.message)
         assert validate(problem, plan.placements) == []
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(one_memory(max_buffers=7), st.integers(0, 3))
+def test_restart_orderings_keep_decisions_exact(problem: Problem, seed: int) -> None:
+    """Rounds that start at one node run out in every ordering, so the decision goes on in the
+    restart orderings (``engine.fresh``): their plans must be valid and their proofs true."""
+    try:
+        problem = problem.with_capacity(problem.memory("m").capacity or 12)
+    except ProblemError:  # a fixed buffer above the capacity
+        assume(False)
+    assume(complete(problem) and unsupported(problem) is None)
+    reference = brute_force_optimum(problem)
+    inst = build(problem, "m", list(problem.units))
+    assume(inst.n > 1)
+    sched = engine.Schedule(limit=1)
+    out = engine.decide(engine.orderings(inst, seed), inst.n, inst.scaled_capacity(problem.memory("m").capacity),
+                        Deadline(10.0, deterministic=True), np.zeros(1, np.int64), schedule=sched)
+    assert out.status == (kernel.INFEASIBLE if reference is None else kernel.FOUND)
+    assert sched.fresh > 0 or sched.limit == 1  # restarts ran unless the first round decided it
+    if out.offsets is not None:
+        assert validate(problem, inst.placements(out.offsets)) == []
+
+
+def test_restart_orderings_are_seeded_and_differ() -> None:
+    rng = random.Random(5)
+    buffers = []
+    for i in range(40):
+        start = rng.randint(0, 30)
+        buffers.append(Buffer(f"b{i}", rng.randint(1, 9), start, start + rng.randint(1, 12)))
+    problem = Problem(tuple(buffers), (Memory("m"),))
+    inst = build(problem, "m", list(problem.units))
+    perms = [engine.fresh(inst, 0, k).perm for k in range(4)]
+    for perm in perms:
+        assert sorted(perm.tolist()) == list(range(inst.n))
+    assert np.array_equal(perms[0], engine.fresh(inst, 0, 0).perm)  # the same run repeats
+    assert len({perm.tobytes() for perm in perms}) == 4
+    assert not np.array_equal(perms[0], engine.fresh(inst, 1, 0).perm)

@@ -30,6 +30,8 @@ from optplan.search.instance import MAX_PAIRS, Instance, Ordered, ordered
 # on minimalloc/D and 89k on E, so a deterministic limit takes between half and 1.3x as long.
 NODES_PER_SECOND = 50_000
 FIRST_LIMIT = 2000
+RESTART_NODES = 1 << 16  # the node limit of one restart ordering's single run
+RESTART_SEEDS = 1 << 20  # restart orderings' table seeds start here (the fixed orderings' are their index)
 FLOOR_SHARE = 0.25  # of a minimization slice, for proving the bound while a better plan is sought too
 # deterministic seconds a lowest-offset dive of a large instance costs per unit (idealloc/S_1:
 # 0.85 CPU s for 28,526 units)
@@ -221,14 +223,39 @@ def _stopped_at(clock: Deadline | None, stop: np.ndarray) -> Iterator[None]:
         timer.cancel()
 
 
+def fresh(inst: Instance, seed: int, k: int) -> Ordered:
+    """The ``k``-th restart ordering: widest first with each width scaled by a random factor in
+    [0.7, 1.3] (ties: larger first). A decision's run time is heavy-tailed in the ordering: on
+    generated instances the fixed portfolio ran 10M nodes without a plan where one of 16 such
+    orderings found it in 8k (experiments/tune_search.py)."""
+    rng = np.random.default_rng((seed, k))
+    width = (inst.end - inst.start) * rng.uniform(0.7, 1.3, inst.n)
+    o = ordered(inst, f"restart{k}", np.lexsort((-inst.size, -width)).astype(np.int64))
+    o.seed = (seed, RESTART_SEEDS + k)
+    return o
+
+
+@dataclass
+class Schedule:
+    """Where a decision's round robin stands: the node limit of the next round, this process's next
+    restart ordering (``fresh``, then every ``step``-th: workers share them out), and the last
+    round's limit to run here (None: no end) before returning LIMIT for another process to go on."""
+    limit: int = FIRST_LIMIT
+    fresh: int = 0
+    step: int = 1
+    until: int | None = None
+
+
 def decide(ords: list[Ordered], n: int, cap: int, clock: Deadline, stop: np.ndarray, exact: bool = True,
-           slots: int | None = None) -> Outcome:
+           slots: int | None = None, schedule: Schedule | None = None) -> Outcome:
     """Round-robin over ``ords`` with node limits growing fourfold until a plan, a proof, or the
-    ``clock`` runs out. Not ``exact``: an ordering's INFEASIBLE only retires it (another ordering's
-    canonical plans may differ); INFEASIBLE once all are retired. Each ordering keeps its
-    failed-state table (``slots`` slots) across its restarts: a restart skips what failed before."""
+    ``clock`` runs out; after each round as many nodes again go to restart orderings (``fresh``),
+    each run once with at most ``RESTART_NODES``. Not ``exact``: an ordering's INFEASIBLE only
+    retires it (another ordering's canonical plans may differ); INFEASIBLE once all are retired.
+    Each ordering keeps its failed-state table (``slots`` slots) across its restarts: a restart
+    skips what failed before."""
     with clock.on_cancel(lambda: stop.__setitem__(0, 1)):
-        return _decide(ords, n, cap, clock, stop, exact, slots)
+        return _decide(ords, n, cap, clock, stop, exact, slots, schedule or Schedule())
 
 
 def node_budget(clock: Deadline, limit: int, rate: float) -> int:
@@ -240,38 +267,60 @@ def node_budget(clock: Deadline, limit: int, rate: float) -> int:
     return max(1000, int(min(limit, rate * clock.left() + 1)))
 
 
+def _run(o: Ordered, n: int, cap: int, clock: Deadline, stop: np.ndarray, slots: int | None, limit: int,
+         stats: Stats) -> tuple[int, np.ndarray]:
+    """One kernel run of ``o`` with at most ``limit`` nodes; (status, offsets in rank order)."""
+    budget = node_budget(clock, limit, stats.rate or 2e5)
+    out = np.zeros(n, np.int64)
+    t0 = time.perf_counter()
+    status, nodes = kernel.search(o.arrays, RULES, np.int64(cap), np.int64(budget), stop, out, *table_of(o, slots, budget))
+    stats.seconds += time.perf_counter() - t0
+    stats.nodes += nodes
+    stats.runs += 1
+    clock.spend(nodes / NODES_PER_SECOND)
+    if status == kernel.FOUND:
+        stats.winners[o.name] = 1
+    return int(status), out
+
+
 def _decide(ords: list[Ordered], n: int, cap: int, clock: Deadline, stop: np.ndarray, exact: bool,
-            slots: int | None) -> Outcome:
+            slots: int | None, sched: Schedule) -> Outcome:
     stats = Stats()
-    limit = FIRST_LIMIT
     ords = list(ords)
+    inst, seed = (ords[0].inst, ords[0].seed[0]) if ords else (None, 0)
     while ords:
+        if sched.until is not None and sched.limit > sched.until:
+            return Outcome(kernel.LIMIT, None, stats)
+        spent = stats.nodes
         for o in list(ords):
             if clock.left() <= 0 or stop[0]:
                 return Outcome(kernel.LIMIT, None, stats)
-            budget = node_budget(clock, limit, stats.rate or 2e5)
-            out = np.zeros(n, np.int64)
-            t0 = time.perf_counter()
-            status, nodes = kernel.search(o.arrays, RULES, np.int64(cap), np.int64(budget), stop, out, *table_of(o, slots, budget))
-            stats.seconds += time.perf_counter() - t0
-            stats.nodes += nodes
-            stats.runs += 1
-            clock.spend(nodes / NODES_PER_SECOND)
+            status, out = _run(o, n, cap, clock, stop, slots, sched.limit, stats)
             if status == kernel.FOUND:
-                stats.winners[o.name] = 1
                 return Outcome(status, o.unpermute(out), stats)
             if status == kernel.INFEASIBLE:
                 if exact:
                     return Outcome(status, None, stats)
                 ords.remove(o)
-        limit *= 4  # with 4+ orderings per worker, doubling spent most of the time on early rounds
+        spent = stats.nodes - spent
+        while inst is not None and spent > 0 and clock.left() > 0 and not stop[0]:
+            o = fresh(inst, seed, sched.fresh)
+            sched.fresh += sched.step
+            before = stats.nodes
+            status, out = _run(o, n, cap, clock, stop, slots, min(sched.limit, RESTART_NODES), stats)
+            spent -= stats.nodes - before
+            if status == kernel.FOUND:
+                return Outcome(status, o.unpermute(out), stats)
+            if status == kernel.INFEASIBLE and exact:  # the search within any ordering is complete
+                return Outcome(status, None, stats)
+        sched.limit *= 4  # with 4+ orderings per worker, doubling spent most of the time on early rounds
     return Outcome(kernel.INFEASIBLE, None, stats)
 
 
 def _child(ords: list[Ordered], n: int, cap: int, clock: Deadline, flag: object, conn: object, exact: bool,
-           slots: int | None) -> None:
+           slots: int | None, sched: Schedule) -> None:
     stop = np.frombuffer(flag, dtype=np.int64)  # type: ignore[call-overload]
-    out = decide(ords, n, cap, clock, stop, exact, slots)
+    out = decide(ords, n, cap, clock, stop, exact, slots, sched)
     if out.status == kernel.FOUND or (exact and out.status == kernel.INFEASIBLE):
         stop[0] = 1
     conn.send(out)  # type: ignore[attr-defined]
@@ -280,23 +329,45 @@ def _child(ords: list[Ordered], n: int, cap: int, clock: Deadline, flag: object,
 
 def decide_parallel(ords: list[Ordered], n: int, cap: int, clock: Deadline, workers: int,
                     exact: bool = True, slots: int | None = None) -> Outcome:
-    """``decide`` with the orderings dealt out to ``workers`` processes (forked: the compiled
+    """``decide``: its first round in this process (most decisions end there, and a fork costs
+    more), then the orderings and restarts dealt out to ``workers`` processes (forked: the compiled
     kernels come along); the first plan or proof stops the others. Which one that is depends on
     timing, so a deterministic ``clock`` runs everything in this process."""
     workers = min(workers, len(ords))
     if workers <= 1 or clock.deterministic or "fork" not in mp.get_all_start_methods():
         return decide(ords, n, cap, clock, np.zeros(1, np.int64), exact, slots)
+    sched = Schedule(until=FIRST_LIMIT)
+    first = decide(ords, n, cap, clock, np.zeros(1, np.int64), exact, slots, sched)
+    if first.status != kernel.LIMIT or clock.left() <= 0:
+        return first
+    outs = [first, *_parallel(ords, n, cap, clock, workers, exact, slots, sched)]
+    stats = Stats()
+    for o in outs:
+        stats.add(o.stats)
+    for o in outs:
+        if o.status == kernel.FOUND:
+            return Outcome(o.status, o.offsets, stats)
+    if any(o.status == kernel.INFEASIBLE for o in outs) and (exact or len(outs) == workers + 1 and all(
+            o.status == kernel.INFEASIBLE for o in outs[1:])):  # a proof, or every ordering retired
+        return Outcome(kernel.INFEASIBLE, None, stats)
+    return Outcome(kernel.LIMIT, None, stats)
+
+
+def _parallel(ords: list[Ordered], n: int, cap: int, clock: Deadline, workers: int, exact: bool,
+              slots: int | None, sched: Schedule) -> list[Outcome]:
+    """The rounds after ``sched`` in ``workers`` processes (this one and forked children); their outcomes."""
     ctx = mp.get_context("fork")
     flag = ctx.RawArray("q", 1)
     stop = np.frombuffer(flag, dtype=np.int64)
+    mine = [Schedule(sched.limit, sched.fresh + k, workers) for k in range(workers)]
     children = []
     for k in range(1, workers):
         recv, send = ctx.Pipe(duplex=False)
-        p = ctx.Process(target=_child, args=(ords[k::workers], n, cap, clock, flag, send, exact, slots), daemon=True)
+        p = ctx.Process(target=_child, args=(ords[k::workers], n, cap, clock, flag, send, exact, slots, mine[k]), daemon=True)
         p.start()
         send.close()
         children.append((p, recv))
-    outs = [decide(ords[0::workers], n, cap, clock, stop, exact, slots)]
+    outs = [decide(ords[0::workers], n, cap, clock, stop, exact, slots, mine[0])]
     if outs[0].status == kernel.FOUND or (exact and outs[0].status == kernel.INFEASIBLE):
         stop[0] = 1
     for p, recv in children:
@@ -305,16 +376,7 @@ def decide_parallel(ords: list[Ordered], n: int, cap: int, clock: Deadline, work
         except EOFError:  # a worker died: its share of the portfolio is simply missing
             pass
         p.join()
-    stats = Stats()
-    for o in outs:
-        stats.add(o.stats)
-    for o in outs:
-        if o.status == kernel.FOUND:
-            return Outcome(o.status, o.offsets, stats)
-    if any(o.status == kernel.INFEASIBLE for o in outs) and (exact or len(outs) == workers and all(
-            o.status == kernel.INFEASIBLE for o in outs)):  # a proof, or every ordering retired
-        return Outcome(kernel.INFEASIBLE, None, stats)
-    return Outcome(kernel.LIMIT, None, stats)
+    return outs
 
 
 # -- minimization ----------------------------------------------------------------------------
