@@ -6,8 +6,9 @@ Rows: minimalloc A-E at capacity 1048576 (objective "feasible": a plan that fits
 with "min-peak" (prove the optimal peak under that capacity), E with "min-peak" and no capacity
 (the lowest peak, proven), and the idealloc instances
 (resnet50 and G_1 at capacity = their peak live load, S_1 with "min-peak" and no capacity).
-MiniMalloc itself is not run here: its column quotes the reference figures measured on this
-machine kind in ../shared/README.md. The numba compile/load time is measured once before the
+With ``MINIMALLOC_BIN`` (MiniMalloc's command line solver) the A-E rows at capacity also run
+MiniMalloc, right before the search in the same conditions, and report the ratio; its reference
+figures from ../shared/README.md are quoted beside. The numba compile/load time is measured once before the
 first row and reported separately, not counted in the seconds column. The machine's load
 average is printed before and after: other processes share the cores.
 """
@@ -21,6 +22,8 @@ import statistics
 import sys
 import time
 from pathlib import Path
+
+from bench_robust import minimalloc_runner, run_minimalloc
 
 from optplan.bounds import lower_bounds
 from optplan.formats import read_problem, write_text
@@ -58,10 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     compile_s = engine.ensure_compiled()
     lines.append(f"numba kernels loaded/compiled in {compile_s:.2f} s (not counted below); "
                  f"{os.cpu_count()} cores; load average before: {load()}")
-    lines += ["", "| instance | objective | capacity | planner | status | peak / lower bound | seconds | nodes | nodes/s | MiniMalloc ref. s |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    runner = minimalloc_runner()
+    lines += ["", "| instance | objective | capacity | planner | status | peak / lower bound | seconds | nodes | nodes/s | "
+              "MiniMalloc s (ref.) |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     print("\n".join(lines), flush=True)
-    feasible_times = []
+    feasible_times, ratios = [], []
     for label, path, capacity, objective in CASES:
         if args.only and label not in args.only:
             continue
@@ -72,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
             problem = problem.with_capacity(capacity)
         mem = problem.memories[0].name
         uncapped = problem.with_capacity(None) if capacity is not None else problem
+        mm = None
+        if runner is not None and objective == "feasible" and label in "ABCDE":
+            mm = run_minimalloc(runner, problem, args.time_limit)
         # greedy-size is left out on S_1: its numpy packer is quadratic in the number of buffers
         for planner in ("search",) if label == "S_1" else ("greedy-size", "search"):
             options = {"time_limit": args.time_limit, "workers": args.workers, "objective": objective}
@@ -85,9 +92,13 @@ def main(argv: list[str] | None = None) -> int:
                 status = plan.status.value
             if planner == "search" and objective == "feasible" and label in "ABCDE":
                 feasible_times.append(plan.seconds if plan.found else float("inf"))
+                if mm is not None and plan.found:
+                    ratios.append(plan.seconds / mm)
             nodes = plan.stats.get("nodes", "-")
             rate = plan.stats.get("nodes_per_second", "-")
             ref = MINIMALLOC_SECONDS.get(label, "-") if objective == "feasible" else "-"
+            if planner == "search" and runner is not None and objective == "feasible" and label in "ABCDE":
+                ref = f"{'not packed' if mm is None else f'{mm:.2f}'} ({ref})"
             row = (f"| {label} | {objective} | {capacity if capacity is not None else '-'} | {planner} | {status} | "
                    f"{peak if peak is not None else '-'} / {plan.lower_bound[mem]} ({ratio}) | {plan.seconds:.2f} | "
                    f"{nodes} | {rate} | {ref} |")
@@ -103,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"minimalloc A-E at capacity 1048576: search solved {solved}/{len(feasible_times)} within "
                      f"{args.time_limit:.0f} s; median time {median:.2f} s counting an unsolved instance as "
                      f"infinitely slow (MiniMalloc reference median {ref:.1f} s)")
+    if ratios:
+        lines.append(f"search / MiniMalloc time on the {len(ratios)} A-E rows both packed, same run: "
+                     + ", ".join(f"{r:.2f}" for r in ratios) + f" (median {statistics.median(ratios):.2f})")
     lines.append(f"load average after: {load()}; wall time {time.perf_counter() - t0:.0f} s")
     print("\n".join(lines[-2:]), flush=True)
     if args.output:
