@@ -16,6 +16,7 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
+from bench_robust import quantile
 from gen_instances import FAMILIES, instance
 
 from optplan.planners import solve
@@ -30,11 +31,6 @@ def one(args: tuple[str, int, int]) -> tuple[str, int, int, str, int, str, float
     status = "found" if plan.found else plan.status.value.lower() if plan.status.value == "INFEASIBLE" else "limit"
     return (family, seed, len(p.buffers), status, int(plan.stats["nodes"]), ",".join(plan.stats["winning_orderings"]),
             time.process_time() - t0)
-
-
-def quantile(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, max(0, math.ceil(q * len(xs)) - 1))]
 
 
 def main(argv: list[str] | None = None) -> int:

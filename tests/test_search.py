@@ -21,7 +21,7 @@ from optplan.planners import solve
 from optplan.problem import Buffer, Gap, Memory, Problem, RelativePlacement
 from optplan.search import engine, kernel
 from optplan.search.engine import NODES_PER_SECOND
-from optplan.search.instance import build, ordered, unsupported
+from optplan.search.instance import Ordered, build, unsupported
 from optplan.search.planner import time_parts
 from optplan.validate import validate
 
@@ -258,7 +258,7 @@ def test_lift_rule_is_exactly_as_strong_as_the_support_below() -> None:
     assert brute_force_optimum(p)[0] == 6
     inst = build(p, "mem", list(p.units))
     assert [u.root for u in inst.units] == ["k", "v", "d", "c", "w"]
-    o = ordered(inst, "given", np.arange(inst.n, dtype=np.int64))
+    o = Ordered(inst, "given", np.arange(inst.n, dtype=np.int64))
     for cap, expected in ((5, kernel.INFEASIBLE), (6, kernel.FOUND)):
         out = np.zeros(inst.n, np.int64)
         status, _ = kernel.search(o.arrays, engine.RULES, np.int64(cap), np.int64(10**5), np.zeros(1, np.int64), out, *engine.NO_TABLE)
@@ -541,13 +541,13 @@ def test_failed_state_table_changes_node_counts_not_answers() -> None:
         low = int(engine.section_totals(inst).max())
         for o in engine.orderings(inst, seed=seed):
             kept = engine.table_of(o, 1 << 12)
-            growing = ordered(inst, o.name, o.perm)  # its table grows from 1024 slots as limits double
+            growing = Ordered(inst, o.name, o.perm)  # its table grows from 1024 slots as limits double
             for cap in range(low, low + 40):
                 out = np.zeros(inst.n, np.int64)
                 status, nodes = kernel.search(o.arrays, engine.RULES, np.int64(cap), np.int64(10**7), np.zeros(1, np.int64), out,
                                               *engine.NO_TABLE)
                 assert status != kernel.LIMIT
-                fresh = engine.table_of(ordered(inst, o.name, o.perm), 1 << 12)
+                fresh = engine.table_of(Ordered(inst, o.name, o.perm), 1 << 12)
                 for table, first in ((fresh, 10**7), (kept, 10**7), (None, 1)):
                     got, got_nodes, got_out = run_with_restarts(growing if table is None else o, cap, table, first)
                     assert got == status, (seed, o.name, cap, status, got, first)
@@ -569,7 +569,7 @@ def test_neighbours_are_listed_lowest_first_for_the_lift_rule(seed: int) -> None
     a list out of height order would lift units too far and cut off plans."""
     p = random_tight(seed, 30)
     inst = build(p, "mem", list(p.units))
-    o = ordered(inst, "random", np.random.default_rng(seed).permutation(inst.n).astype(np.int64))
+    o = Ordered(inst, "random", np.random.default_rng(seed).permutation(inst.n).astype(np.int64))
     size, ptr, idx = o.arrays.size, o.arrays.nb_ptr, o.arrays.nb_idx
     for r in range(inst.n):
         heights = size[idx[ptr[r]:ptr[r + 1]]]

@@ -24,7 +24,7 @@ import numpy as np
 from optplan.deadline import Deadline, Pacer
 from optplan.objective import Objective
 from optplan.search import kernel
-from optplan.search.instance import MAX_PAIRS, Instance, Ordered, ordered
+from optplan.search.instance import MAX_PAIRS, Instance, Ordered
 
 # Nodes per deterministic second: one process's rate, measured on a 2-core machine, was 39k nodes/s
 # on minimalloc/D and 89k on E, so a deterministic limit takes between half and 1.3x as long.
@@ -116,7 +116,7 @@ def orderings(inst: Instance, seed: int = 0) -> list[Ordered]:
         perm = np.asarray(perm, np.int64)
         if perm.tobytes() not in seen:
             seen.add(perm.tobytes())
-            ords.append(ordered(inst, name, perm))
+            ords.append(Ordered(inst, name, perm))
     for k, o in enumerate(ords):
         o.seed = (seed, k)
     return ords
@@ -230,7 +230,7 @@ def fresh(inst: Instance, seed: int, k: int) -> Ordered:
     orderings found it in 8k (experiments/tune_search.py)."""
     rng = np.random.default_rng((seed, k))
     width = (inst.end - inst.start) * rng.uniform(0.7, 1.3, inst.n)
-    o = ordered(inst, f"restart{k}", np.lexsort((-inst.size, -width)).astype(np.int64))
+    o = Ordered(inst, f"restart{k}", np.lexsort((-inst.size, -width)).astype(np.int64))
     o.seed = (seed, RESTART_SEEDS + k)
     return o
 

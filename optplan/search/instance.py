@@ -196,10 +196,6 @@ class Ordered:
         return out
 
 
-def ordered(inst: Instance, name: str, perm: np.ndarray) -> Ordered:
-    return Ordered(inst, name, perm)
-
-
 def twin_groups(inst: Instance) -> np.ndarray:
     """Per unit, a group number shared by units with the same footprint, span and alignment
     (twins: the search places them in rank order), -1 for fixed units. Computed once per instance."""
@@ -224,9 +220,10 @@ def _twins(inst: Instance, perm: np.ndarray) -> np.ndarray:
     n = inst.n
     g = twin_groups(inst)[perm]
     order = np.lexsort((np.arange(n), g))  # ranks by group, then rank
+    go = g[order]
     twin = np.full(n, -1, np.int64)
     same = np.zeros(n, bool)
-    same[1:] = (g[order][1:] == g[order][:-1]) & (g[order][1:] >= 0)
+    same[1:] = (go[1:] == go[:-1]) & (go[1:] >= 0)
     twin[order[same]] = order[np.flatnonzero(same) - 1]
     return twin
 

@@ -42,7 +42,7 @@ lies below, nor after it, whose pieces all start above its old offset), so INFEA
   placed later (at >= ``L``) raised the floor of one of ``c``'s sections to its offset plus its
   piece there, so ``c`` starts at >= ``L`` + the smallest other unplaced piece in ``c``'s
   sections (with ``py0 == 0`` a unit has at most one piece per section; with one rectangle per
-  unit that is the first unplaced unit in its neighbour list, which ``ordered`` sorts by height);
+  unit that is the first unplaced unit in its neighbour list, which ``instance._arrays`` sorts by height);
 * twins: of identical units (same footprint, alignment, lowest offset) the lower index goes first;
 * decomposition: when no unplaced unit's span crosses a time point, the parts left and right are
   independent sub-problems (a gap does not split a unit: both sides move with its one offset),
