@@ -26,6 +26,7 @@ from optplan.bounds import lower_bounds  # noqa: E402
 from optplan.formats import read_problem  # noqa: E402
 from optplan.plan import Plan, Status  # noqa: E402
 from optplan.problem import Memory, Problem  # noqa: E402
+from optplan.report.summary import percent, quantity_name  # noqa: E402
 
 BASELINES = ("vela-staging", "executorch-fastest-fit", "banked-greedy")
 FRACTIONS = (0.25, 0.50, 0.75)
@@ -83,7 +84,7 @@ def main() -> None:
                 cells.append(f"{k} / {s} / {'yes' if packs is True else 'no' if packs is False else packs}")
                 ok &= not plan.found or (best.found and best.objective_value <= plan.objective_value)
             k, s = cell(p, best)
-            gap = "-" if best.gap is None else "<0.01%" if 0 < best.gap < 5e-5 else f"{100 * best.gap:.2f}%"
+            gap = "-" if best.gap is None and best.gap_of is None else f"{quantity_name(p, best, best.gap_of)} {percent(best.gap)}".strip()
             rows += 1
             better += ok
             proven += best.status is Status.OPTIMAL
@@ -115,7 +116,9 @@ def _notes(args: argparse.Namespace) -> str:
             "memory peak (MiB), whether the usage-curve selection packed at offsets (banked greedy selects "
             "and packs at once: '-'). '≥ all': optplan's value (fast-first order) is at least as good as "
             "every baseline's. 's': optplan's wall seconds; 'CPU s': this process's CPU seconds for it; "
-            "'load': the 1-minute load average when the row finished.\n\n")
+            "'load': the 1-minute load average when the row finished. 'gap': of the objective's first quantity not "
+            "at its bound, named ('benefit': most possible / kept - 1; 'slow peak': peak / bound - 1, the bound "
+            "holding among plans that keep the most benefit): gaps of different quantities do not compare.\n\n")
 
 
 if __name__ == "__main__":

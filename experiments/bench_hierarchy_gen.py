@@ -23,6 +23,7 @@ from gen_instances import cut_instance  # noqa: E402
 from optplan import planners  # noqa: E402
 from optplan.plan import Status  # noqa: E402
 from optplan.problem import Memory, Problem  # noqa: E402
+from optplan.report.summary import percent, quantity_name  # noqa: E402
 from optplan.solvers import selection  # noqa: E402
 
 FRACTIONS = (0.5, 0.75)
@@ -43,7 +44,7 @@ def run(p: Problem, seconds: float, level: int) -> tuple[str, float]:
     finally:
         selection.LINEARIZATION = keep
     staging = plan.stats.get("staging") or {}
-    gap = "-" if plan.gap is None else f"{100 * plan.gap:.2f}%"
+    gap = "-" if plan.gap is None and plan.gap_of is None else f"{quantity_name(p, plan, plan.gap_of)} {percent(plan.gap)}".strip()
     info = f"relaxation {staging.get('relaxation', '-')}, tries {staging.get('tries', '-')}" if staging else "-"
     return f"{plan.status.value} | {gap} | {info} | {cpu:.1f}", float(plan.status is Status.OPTIMAL)
 

@@ -29,7 +29,7 @@ from optplan.memspec import parse_memories
 from optplan.objective import Objective
 from optplan.plan import Plan, Status, peaks
 from optplan.problem import Problem
-from optplan.report.summary import MemoryRow, infeasible_proof, memory_rows, objective_words
+from optplan.report.summary import MemoryRow, gap_words, infeasible_proof, memory_rows, objective_words, percent
 from optplan.validate import validate
 
 EXIT_OK, EXIT_NO_PLAN, EXIT_USAGE = 0, 1, 2
@@ -67,11 +67,6 @@ def _bytes(n: int | None) -> str:
     return "unbounded" if n is None else f"{n:,}"
 
 
-def _pct(g: float | None) -> str:
-    """A gap in percent; a positive one never prints as 0.00% (that is for proven plans)."""
-    return "n/a" if g is None else "<0.01%" if 0 < g < 5e-5 else f"{100 * g:.2f}%"
-
-
 def _capped(problem: Problem, capacity: int) -> Problem:
     if capacity < 0:
         raise OptplanError(f"--capacity must be >= 0, got {capacity}")
@@ -101,7 +96,7 @@ def _plan_table(problem: Problem, plan: Plan, rows: list[MemoryRow]) -> Table:
     for col in cols:
         t.add_column(col, justify="left" if col == "memory" else "right", no_wrap=True)
     for r in rows:
-        t.add_row(r.name, _bytes(r.capacity), _bytes(r.peak), _bytes(r.bound), _pct(r.gap),
+        t.add_row(r.name, _bytes(r.capacity), _bytes(r.peak), _bytes(r.bound), percent(r.gap),
                   "-" if r.step is None else str(r.step), str(r.buffers), *((_bytes(r.bytes), _bytes(r.benefit)) if two else ()))
     return t
 
@@ -118,7 +113,7 @@ def _print_plan(problem: Problem, plan: Plan) -> None:
     out.print(_plan_table(problem, plan, rows))
     if plan.message:
         out.print(plan.message, markup=False)
-    gap = "" if plan.gap is None else f" (gap {_pct(plan.gap)})"
+    gap = "" if plan.gap is None and plan.gap_of is None else f" ({gap_words(problem, plan)})"
     out.print(objective_words(problem, plan, rows) + gap, markup=False)
 
 

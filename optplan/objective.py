@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from optplan.problem import Problem, Unit
 
 PEAK_BITS = 63  # no peak exceeds 2**63 bytes (offsets are int64 everywhere)
+BENEFIT, PEAKS = "benefit kept", "peaks"  # the names of the quantities in ``Objective.components``
 
 
 def fastest_fit(problem: Problem, u: Unit) -> str:
@@ -149,14 +150,15 @@ class Objective:
     def components(self, problem: Problem, value: int, bound: int) -> tuple[tuple[str, int, int], ...]:
         """The value and its bound as named quantities, most important first: ``("peaks", W,
         bound)`` and ``("benefit kept", kept, most possible)`` with kept = ``L``'s total - ``L``
-        (larger is better there). The gap of the first one that differs is the plan's gap."""
+        (larger is better there). The plan's gap is that of the first one not at its bound, named
+        by ``Plan.gap_of``."""
         w, lost = self.split(problem, value)
         wb, lost_b = self.split(problem, bound)
         if not self.counts_benefit or len(problem.memories) == 1:
-            return (("peaks", w, wb),)
+            return ((PEAKS, w, wb),)
         total = self.lost_ceiling(problem)
-        kept = ("benefit kept", total - lost, total - lost_b)
-        peaks = ("peaks", w, wb)
+        kept = (BENEFIT, total - lost, total - lost_b)
+        peaks = (PEAKS, w, wb)
         return (kept, peaks) if self.benefit_first else (peaks, kept)
 
     def lost_ceiling(self, problem: Problem) -> int:

@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from optplan import jit
-from optplan.objective import Objective
+from optplan.objective import BENEFIT, Objective
 from optplan.problem import INT64_MAX
 
 if TYPE_CHECKING:
@@ -52,20 +52,21 @@ class Plan:
 
     @property
     def gap(self) -> float | None:
-        """Relative distance to the proven bound: sum(peak) / sum(lower bound) - 1.
-
-        Uses the weighted objective when one is recorded. None when there is no plan, or the
-        bound is 0 while the plan uses memory.
+        """Relative distance to the proven bound of the quantity ``gap_of`` names: sum(peak) /
+        sum(lower bound) - 1, the weighted objective when one is recorded; for a lexicographic
+        objective the first quantity not at its bound (benefit kept: bound / kept - 1). None when
+        there is no plan, or the bound is 0 while the plan uses memory.
         """
         if not self.placements and self.status in (Status.INFEASIBLE, Status.UNKNOWN):
             return None
-        if len(self.components) > 1:  # lexicographic: the gap of the first quantity not at its bound
-            for name, v, b in self.components:
-                if name == "benefit kept" and v < b:
-                    return None if v <= 0 else b / v - 1.0
-                if name != "benefit kept" and v > b:
-                    return None if b <= 0 else v / b - 1.0
-            return 0.0
+        if len(self.components) > 1:
+            short = self._short()
+            if short is None:
+                return 0.0
+            name, v, b = short
+            if name == BENEFIT:
+                return None if v <= 0 else b / v - 1.0
+            return None if b <= 0 else v / b - 1.0
         if self.objective_value is not None and self.objective_bound is not None:
             value, bound = self.objective_value, self.objective_bound
         else:
@@ -73,6 +74,19 @@ class Plan:
         if value <= bound:
             return 0.0
         return None if bound <= 0 else value / bound - 1.0
+
+    @property
+    def gap_of(self) -> str | None:
+        """Which quantity of a lexicographic objective ``gap`` measures (a name of ``components``:
+        ``"benefit kept"`` or ``"peaks"``), so that gaps of different quantities are never compared
+        as one number: a plan that keeps more benefit may show a larger gap, on its peaks. None when
+        the objective has one quantity or every quantity is at its bound (gap 0)."""
+        short = self._short() if len(self.components) > 1 and self.placements else None
+        return None if short is None else short[0]
+
+    def _short(self) -> tuple[str, int, int] | None:
+        """The first of ``components`` not at its bound."""
+        return next(((n, v, b) for n, v, b in self.components if (v < b if n == BENEFIT else v > b)), None)
 
     def memory_gap(self, memory: str) -> float | None:
         peak, bound = self.peak.get(memory, 0), self.lower_bound.get(memory, 0)

@@ -209,3 +209,36 @@ def test_cpsat_staged_objective_matches_the_brute_force(goal: str, monkeypatch) 
             continue
         assert plan.status is Status.OPTIMAL and plan.objective_value == reference[0], (plan.message, plan.placements)
     assert fixed  # the second stage ran
+
+
+def _plan_with(p: Problem, where_: dict[str, tuple[str, int]]):
+    """The issue's example with placements given (memory, offset), judged fast-first, with the most
+    benefit SRAM can keep proven (6 KiB: q and s; the L of ``optplan.objective``, DRAM's tier weight 1)."""
+    from optplan.plan import Placement
+
+    lost = sum(b.gain for b in p.buffers) - 6 * KIB
+    placements = {b: Placement(m, o) for b, (m, o) in where_.items()}
+    return planners.finish(p, planners.Result(placements, lost_bound=lost), "given", 0.0)
+
+
+def test_gap_names_its_quantity_so_a_better_plan_is_not_read_as_worse(csv_problem, capsys, monkeypatch) -> None:
+    """Issue 16: a lexicographic gap is that of the first quantity not at its bound, so a better
+    plan (all the benefit possible, a high DRAM peak) may show a larger gap than a worse one
+    (benefit short). Each gap says which quantity it measures: the plan, --json and the report."""
+    p = issue_example()
+    short = _plan_with(p, {"g": ("dram", 0), "p": ("sram", 0), "q": ("dram", 100000), "s": ("sram", 0)})
+    better = _plan_with(p, {"g": ("dram", 0), "p": ("dram", 500000), "q": ("sram", 0), "s": ("sram", 0)})
+    assert better.objective_value < short.objective_value and better.gap > short.gap  # the trap
+    assert (short.gap_of, better.gap_of) == ("benefit kept", "peaks")
+    from optplan.report.summary import gap_words
+
+    assert gap_words(p, short) == "benefit gap 100.00%"  # 6 KiB possible, 3 KiB kept
+    assert gap_words(p, better).startswith("dram peak gap ")
+    optimal = planners.solve(p, "cpsat", time_limit=20)
+    assert optimal.status is Status.OPTIMAL and optimal.gap_of is None and gap_words(p, optimal) == "gap 0.00%"
+    monkeypatch.setattr(planners, "solve", lambda *a, **k: better)
+    assert main(["solve", str(csv_problem), "--memory", "sram:4KiB", "--memory", "dram"]) == 0
+    assert "(dram peak gap 401.02%)" in capsys.readouterr().out
+    assert main(["solve", str(csv_problem), "--memory", "sram:4KiB", "--memory", "dram", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["gap_of"] == "peaks" and doc["gap"] == pytest.approx(better.gap)

@@ -108,7 +108,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
     return {
         "format": "optplan-plan", "version": VERSION,
         "status": plan.status.value, "planner": plan.planner,
-        "peak": plan.peak, "lower_bound": plan.lower_bound, "gap": plan.gap,
+        "peak": plan.peak, "lower_bound": plan.lower_bound, "gap": plan.gap, "gap_of": plan.gap_of,
         "seconds": round(plan.seconds, 6), "objective": str(plan.objective),
         "objective_value": plan.objective_value, "objective_bound": plan.objective_bound,
         "objective_components": [list(c) for c in plan.components],

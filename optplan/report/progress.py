@@ -125,7 +125,8 @@ class StudyProgress:
         self.done_instances += instance_done
         if improved:
             self.latest = (f"{row['instance']}: best {_num(row.get('peak'))} by {row['planner']} ({row['status']}), "
-                           f"bound {_num(row.get('lower_bound'))}, gap {_gap(row.get('gap_to_bound'))}")
+                           f"bound {_num(row.get('lower_bound'))}, "
+                           f"{str(row['gap_of']) + ' ' if row.get('gap_of') else ''}gap {_gap(row.get('gap_to_bound'))}")
         if isinstance(self.bar, _BarsAndLine):
             self.bar.line = f"best known: {self.latest}"
             self.bar.update(self.t_inst, completed=self.done_instances)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from optplan.objective import BENEFIT
 from optplan.plan import Plan, Status, usage_curve
 from optplan.problem import Problem
 
@@ -75,8 +76,8 @@ def objective_words(problem: Problem, plan: Plan, rows: list[MemoryRow] | None =
     proven = plan.status is Status.OPTIMAL
     parts = []
     kept = dict((name, (v, b)) for name, v, b in plan.components)
-    if "benefit kept" in kept and len(rows) > 1:
-        v, b = kept["benefit kept"]
+    if BENEFIT in kept and len(rows) > 1:
+        v, b = kept[BENEFIT]
         fast = rows[:-1]
         where = " and ".join(r.name for r in fast)
         held = sum(r.benefit for r in fast)
@@ -88,6 +89,30 @@ def objective_words(problem: Problem, plan: Plan, rows: list[MemoryRow] | None =
     if not plan.objective.optimizes:
         parts = ["any plan within the capacities"]
     return f"{plan.objective}: " + "; ".join(parts)
+
+
+def quantity_name(problem: Problem, plan: Plan, name: str | None) -> str:
+    """A quantity of ``Plan.components`` in words: "benefit", "dram peak" (the one memory whose
+    peak the objective weighs), "peaks" (several, slowest first); "" for None (one quantity)."""
+    if name is None:
+        return ""
+    if name == BENEFIT:
+        return "benefit"
+    weighed = [m for m, w in plan.objective.weights(problem).items() if w > 0]
+    return f"{weighed[0]} peak" if len(weighed) == 1 else "peaks"
+
+
+def gap_words(problem: Problem, plan: Plan) -> str:
+    """The plan's gap with the quantity it measures: "benefit gap 3.20%", "dram peak gap 12.34%"
+    (a lexicographic objective's first quantity not at its bound: gaps of different quantities
+    must not be read as one scale); "gap 0.00%" when every quantity is at its bound."""
+    what = quantity_name(problem, plan, plan.gap_of)
+    return f"{what + ' ' if what else ''}gap {percent(plan.gap)}"
+
+
+def percent(g: float | None) -> str:
+    """A gap in percent; a positive one never prints as 0.00% (that is for proven plans)."""
+    return "n/a" if g is None else "<0.01%" if 0 < g < 5e-5 else f"{100 * g:.2f}%"
 
 
 def infeasible_proof(problem: Problem, plan: Plan) -> str:

@@ -21,6 +21,11 @@ def _pct(v: object) -> str:
     return "n/a" if v in ("", None) else "inf" if v == "inf" else f"{100 * float(str(v)):.2f}%"
 
 
+def _named(row: Row, key: str, text: str) -> str:
+    """``text`` after the quantity ``row[key]`` names (a lexicographic objective's gap), if any."""
+    return f"{row.get(key)} {text}" if row.get(key) else text
+
+
 def _num(v: object) -> str:
     return "-" if v in ("", None) else f"{int(str(v)):,}"
 
@@ -71,7 +76,7 @@ def _instance_table(label: str, problem, rows: list[Row]) -> Table:  # type: ign
         if str(r.get("message") or "").startswith("not run"):
             status = "not run"
             notes.append(f"{r['planner']}: {r['message']}")
-        t.add_row(str(r["planner"]), status, peak, _pct(r["gap_to_bound"]), _pct(r["gap_to_best"]),
+        t.add_row(str(r["planner"]), status, peak, _named(r, "gap_of", _pct(r["gap_to_bound"])), _pct(r["gap_to_best"]),
                   f"{float(str(r['seconds'])):.3f}")
     if notes:
         t.caption = "; ".join(notes)

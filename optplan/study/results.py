@@ -16,7 +16,7 @@ from pathlib import Path
 from optplan.formats import write_text
 
 COLUMNS = ("instance", "buffers", "steps", "planner", "status", "peak", "lower_bound", "best_known", "optimum",
-           "gap_to_bound", "gap_to_best", "seconds", "time_limit", "memory", "peaks", "objective", "version", "message")
+           "gap_to_bound", "gap_of", "gap_to_best", "seconds", "time_limit", "memory", "peaks", "objective", "version", "message")
 FOUND = ("OPTIMAL", "FEASIBLE")
 
 Row = dict[str, object]

@@ -89,7 +89,8 @@ def _reference_cells(runs: list[Row], bound: int | None) -> list[str]:
     if len(peaks) > 1:
         gap = _f(top["gap_to_bound"])
         per_memory = ", ".join(f"{m} {int(v):,}" for m, v in (p.rsplit(":", 1) for p in peaks))
-        return ["-", per_memory, "-" if gap is None else f"{1 + gap:.4f}"]
+        what = f"{top.get('gap_of')} " if top.get("gap_of") else ""  # gaps of different quantities differ in kind
+        return ["-", per_memory, "-" if gap is None else f"{what}{1 + gap:.4f}"]
     return ["-" if bound is None else f"{bound:,}", f"{int(str(best)):,}",
             f"{int(str(best)) / bound:.4f}" if bound else "-"]
 
@@ -103,8 +104,8 @@ def summary_markdown(rows: list[Row], preface: list[str] | None = None) -> str:
              "A gap is peak / reference - 1, the reference being the proven optimum where a run proved it "
              "(status OPTIMAL, or a plan at a proven lower bound) and otherwise the lowest peak any run found. "
              "Several memories: 'best known' is the best run's peak per memory and 'best / bound' its gap "
-             "(of the objective's first quantity not at its bound); runs.csv has each run's 'peaks' and its "
-             "'objective' in words ('peak' there is the objective's one number that ranks the runs). "
+             "(of the objective's first quantity not at its bound, named: 'benefit', or a memory's peak); runs.csv "
+             "has each run's 'peaks', 'gap_of' and its 'objective' in words ('peak' there is the objective's one number that ranks the runs). "
              "Time: seconds of each run, including its bound and validation.",
              f"Code: {', '.join(versions) or 'unknown'}.", "", "## Per planner", "", *planner_table(rows), "",
              "## Per instance (gap to the reference)", "", *instance_table(rows), ""]

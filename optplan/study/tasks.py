@@ -31,7 +31,7 @@ def plan_row(problem: Problem, task: Task, plan: Plan) -> dict[str, object]:
     the peak and the peak's bound for one memory, the objective's one number that ranks runs for
     several; ``peaks`` has each memory's peak, ``objective`` the objective and its quantities in
     words (e.g. the benefit kept in the fast memory and the slow memory's peak, each with its bound)."""
-    from optplan.report.summary import objective_words
+    from optplan.report.summary import objective_words, quantity_name
 
     found = plan.found
     return {**base_row(problem, task), "status": plan.status.value,
@@ -40,6 +40,7 @@ def plan_row(problem: Problem, task: Task, plan: Plan) -> dict[str, object]:
             "objective": objective_words(problem, plan),
             "lower_bound": plan.objective_bound if plan.objective_bound is not None else "",
             "gap_to_bound": "" if plan.gap is None else round(plan.gap, 6),
+            "gap_of": quantity_name(problem, plan, plan.gap_of) if found else "",  # several quantities: which
             "seconds": round(plan.seconds, 3), "message": plan.message.replace("\n", " ")}
 
 
