@@ -7,9 +7,12 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from optplan.deadline import Deadline
 from optplan.errors import ProblemError
-from optplan.heuristics import orders, staging
+from optplan.heuristics import compiled, orders, staging
 from optplan.heuristics.banked_greedy import banked_greedy, banked_greedy_reference
+from optplan.heuristics.first_fit_orders import ORDERS as ORDERS_FFO
+from optplan.heuristics.first_fit_orders import first_fit_orders
 from optplan.heuristics.packer import greedy, greedy_reference, greedy_scored, score
 from optplan.heuristics.recycle import recycle, recycle_reference
 from optplan.objective import Objective
@@ -112,3 +115,52 @@ def test_compiled_greedy_places_as_the_reference_at_scale(seed: int) -> None:
         same(problem, order(problem), policy)
     assert banked_greedy.__wrapped__(problem).placements == banked_greedy_reference(problem).placements  # type: ignore[attr-defined]
     assert recycle.__wrapped__(problem).placements == recycle_reference(problem).placements  # type: ignore[attr-defined]
+
+
+def _weighted_peaks(problem: Problem, off: np.ndarray, where: np.ndarray) -> int:
+    weights = Objective.parse(None, problem).weights(problem)
+    a = compiled.arrays(problem)
+    stored = np.diff(a.p_ptr) > 0
+    return sum(weights[m] * int((off + a.top)[(where == k) & stored].max(initial=0)) for k, m in enumerate(a.names))
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(problems(), st.sampled_from(ORDERS))
+def test_a_pass_stops_exactly_when_its_peaks_reach_the_bound(problem: Problem, order) -> None:
+    idx = compiled.indices(problem, order(problem))
+    off, where, failed = compiled.pack(problem, idx, "first")
+    assume(failed is None)
+    weights = Objective.parse(None, problem).weights(problem)
+    peaks = _weighted_peaks(problem, off, where)
+    assert compiled.pack_below(problem, idx, "first", weights, peaks) is None
+    below = compiled.pack_below(problem, idx, "first", weights, peaks + 1)
+    assert below is not None and np.array_equal(below[0], off) and np.array_equal(below[1], where)
+
+
+def _first_fit_orders_reference(problem: Problem, objective: str | None) -> tuple[dict | None, str | None]:
+    """Every order packed in full by the reference packer, the strictly lowest value first met wins."""
+    best, best_value, best_name = None, float("inf"), None
+    for name, order in ORDERS_FFO.items():
+        ref = greedy_reference(problem, order(problem), "first")
+        value = score(problem, ref.placements, objective)
+        if value < best_value:
+            best, best_value, best_name = ref.placements, value, name
+    return best, best_name
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(problems(), st.sampled_from([None, *Objective.NAMES]))
+def test_first_fit_orders_stopping_early_keeps_the_plan_of_every_order_in_full(problem: Problem, objective) -> None:
+    fast = first_fit_orders.__wrapped__(problem, Deadline(None), objective)  # type: ignore[attr-defined]
+    placements, name = _first_fit_orders_reference(problem, objective)
+    assert fast.placements == placements
+    assert fast.stats.get("order") == name
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_first_fit_orders_stops_losing_orders_at_scale(seed: int) -> None:
+    problem = _training_like(800, seed)
+    fast = first_fit_orders.__wrapped__(problem, Deadline(None))  # type: ignore[attr-defined]
+    placements, name = _first_fit_orders_reference(problem, None)
+    assert fast.placements == placements and fast.stats["order"] == name
+    assert fast.stats.get("stopped")  # the losing orders stop before their last unit here

@@ -286,7 +286,9 @@ def _walk(ids, q0, q1, k, low_edge, limit, m, r, meta, ar, ptr, end):
     for q in range(k):
         s = ids[q]
         b, n = meta[3 * s], meta[3 * s + 1]
-        lo, hi = 0, n  # skip the ranges wholly below low_edge (hi - q0 - 1 < low_edge)
+        lo, hi = 0, n  # skip the ranges wholly below low_edge (hi - q0 - 1 < low_edge), if any
+        if n and ar[2 * b + 1] - q0[q] - 1 >= low_edge:
+            hi = 0
         while lo < hi:
             mid = (lo + hi) >> 1
             if ar[2 * (b + mid) + 1] - q0[q] - 1 < low_edge:
@@ -355,8 +357,9 @@ def _scratch():
 
 @njit(cache=True, nogil=True)  # threads of the portfolio run heuristics side by side
 def _pack(order, so, sf, to, tf, stores, n_mem, p_ptr, p_l, p_r, p_y0, p_y1, low, high, top, fixed,
-          m_ptr, m_mem, m_mod, m_res, capacity, policy, only, skip):
-    """Place units in ``order``; returns (offset, memory index) per unit and the failed unit or -1.
+          m_ptr, m_mem, m_mod, m_res, capacity, policy, only, skip, weight, stop):
+    """Place units in ``order``; returns (offset, memory index) per unit and the failed unit or -1
+    (-2: stopped, the peaks weighted by ``weight`` reached ``stop``; _NONE: never).
     ``only`` >= 0: that memory alone; ``skip``: a unit that fits nowhere is left out (-1), not fatal."""
     n = len(low)
     off = np.full(n, -1, np.int64)
@@ -366,6 +369,8 @@ def _pack(order, so, sf, to, tf, stores, n_mem, p_ptr, p_l, p_r, p_y0, p_y1, low
     heap = np.zeros(n_mem, np.int64)
     sc = _scratch()
     ids = np.empty(_MAX_IDS, np.int64)
+    if stop != _NONE and stop <= 0:  # the peaks start at 0
+        return off, where, -2
     for u in order:
         for k in range(m_ptr[u], m_ptr[u + 1]):
             mem = m_mem[k]
@@ -382,8 +387,10 @@ def _pack(order, so, sf, to, tf, stores, n_mem, p_ptr, p_l, p_r, p_y0, p_y1, low
             off[u], where[u] = o, mem
             for p in range(p_ptr[u], p_ptr[u + 1]):
                 ar, used = _store(base, so, sf, to, tf, p_l[p], p_r[p], o + p_y0[p], o + p_y1[p], meta, ar, used)
-            if p_ptr[u + 1] > p_ptr[u]:
-                heap[mem] = max(heap[mem], o + top[u])
+            if p_ptr[u + 1] > p_ptr[u] and o + top[u] > heap[mem]:
+                heap[mem] = o + top[u]
+                if stop != _NONE and np.sum(weight * heap) >= stop:
+                    return off, where, -2
             break
         if off[u] < 0 and not skip:
             return off, where, u
@@ -773,11 +780,28 @@ def pack(problem: Problem, order: np.ndarray, policy: str, memory: str | None = 
     are -1), or None. ``memory``: place in that one only; ``skip``: a unit that finds no room is
     left out (-1) and the rest still placed."""
     a = arrays(problem)
-    only = -1 if memory is None else a.names.index(memory)
-    off, where, failed = _pack(order, *_layout(a.size), len(a.names), a.p_ptr, a.p_l, a.p_r, a.p_y0, a.p_y1, a.low,
-                               a.high, a.top, a.fixed, a.m_ptr, a.m_mem, a.m_mod, a.m_res, a.capacity,
-                               _POLICY[policy], only, skip)
+    off, where, failed = _run(problem, order, policy, -1 if memory is None else a.names.index(memory), skip,
+                              np.zeros(len(a.names), np.int64), _NONE)
     return off, where, None if failed < 0 else problem.units[failed]
+
+
+def pack_below(problem: Problem, order: np.ndarray, policy: str, weights: dict[str, int],
+               stop: int) -> tuple[np.ndarray, np.ndarray, Unit | None] | None:
+    """``pack``, or None as soon as the memories' peaks weighted by ``weights`` reach ``stop``
+    (they only grow as units are placed: the plan could not weigh less than ``stop``)."""
+    a = arrays(problem)
+    off, where, failed = _run(problem, order, policy, -1, False, np.array([weights[m] for m in a.names], np.int64),
+                              stop)
+    if failed == -2:
+        return None
+    return off, where, None if failed < 0 else problem.units[failed]
+
+
+def _run(problem: Problem, order: np.ndarray, policy: str, only: int, skip: bool, weight: np.ndarray,
+         stop: int) -> tuple[np.ndarray, np.ndarray, int]:
+    a = arrays(problem)
+    return _pack(order, *_layout(a.size), len(a.names), a.p_ptr, a.p_l, a.p_r, a.p_y0, a.p_y1, a.low, a.high, a.top,
+                 a.fixed, a.m_ptr, a.m_mem, a.m_mod, a.m_res, a.capacity, _POLICY[policy], only, skip, weight, stop)
 
 
 def placements(problem: Problem, off: np.ndarray, where: np.ndarray, only: np.ndarray | None = None) -> dict[str, Placement]:

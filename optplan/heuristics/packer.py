@@ -372,23 +372,38 @@ def greedy(problem: Problem, order: Sequence[Unit] | Sequence[int] | np.ndarray,
     Runs the compiled packer (``compiled.py``), which places exactly as ``greedy_reference``;
     vector clocks (``Problem.concurrent``) go to the reference's ``ConflictPacker``, and so does
     everything while the kernels are not compiled under a time limit (``optplan.jit``)."""
-    return greedy_scored(problem, order, policy)[1]()
+    _, plan = greedy_scored(problem, order, policy)
+    assert plan is not None  # nothing to beat: never stopped
+    return plan()
 
 
 def greedy_scored(problem: Problem, order: Sequence[Unit] | Sequence[int] | np.ndarray, policy: Policy = "first",
-                  objective: Objective | None = None) -> tuple[float, Callable[[], Result]]:
+                  objective: Objective | None = None,
+                  beat: float = float("inf")) -> tuple[float, Callable[[], Result] | None]:
     """``greedy``'s plan as its ``score`` and the plan on demand: heuristics that keep the best of
-    several passes build the placements (a dict of a million entries at scale) of one only."""
+    several passes build the placements (a dict of a million entries at scale) of one only.
+
+    ``beat``: the value of the best pass so far. When the value is the weighted peaks alone (one
+    memory, or benefit not counted), the compiled pass stops as soon as the peaks reach it: the
+    answer is then ``beat`` itself (a bound: this pass could not be better) and None for the plan."""
     if problem.concurrent or not jit.usable("heuristics"):
         result = greedy_reference(problem, order, policy)
         return score(problem, result.placements, objective), lambda: result
     from optplan.heuristics import compiled  # numba: imported on first use
 
-    off, where, failed = compiled.pack(problem, compiled.indices(problem, order), policy)
+    goal = Objective.parse(objective, problem)
+    idx = compiled.indices(problem, order)
+    if beat < float("inf") and (len(problem.memories) == 1 or not goal.counts_benefit):
+        packed = compiled.pack_below(problem, idx, policy, goal.weights(problem), int(beat))
+        if packed is None:
+            return beat, None
+        off, where, failed = packed
+    else:
+        off, where, failed = compiled.pack(problem, idx, policy)
     if failed is not None:
         message = f"could not place buffer {failed.root!r} in any memory it may use"
         return float("inf"), lambda: Result(None, message=message)
-    value = compiled.value(problem, off, where, Objective.parse(objective, problem))
+    value = compiled.value(problem, off, where, goal)
     return value, lambda: Result(compiled.placements(problem, off, where))
 
 
