@@ -7,12 +7,14 @@ from __future__ import annotations
 import itertools
 import random
 
+import pytest
 from brute_force import brute_force_optimum
 from test_objective import random_hierarchy
 
 from optplan.deadline import Deadline
 from optplan.objective import Objective
 from optplan.problem import Buffer, Memory, Problem
+from optplan.solvers import selection
 from optplan.solvers.cpsat import Settings
 from optplan.solvers.reduce import reduce
 from optplan.solvers.selection import Staging, alone
@@ -43,7 +45,14 @@ def cases(seed: int, n: int, make=random_hierarchy):
         yield p, parts[0], FAST_FIRST.split(p, ref[0])
 
 
-def test_bounds_hold() -> None:
+@pytest.fixture(params=["SCIP", ""], ids=["mip", "cpsat"])
+def mip(request, monkeypatch) -> str:
+    """least_lost by the MIP solver first (wall-clock deadlines) or by CP-SAT alone."""
+    monkeypatch.setattr(selection, "MIP_SOLVER", request.param)
+    return request.param
+
+
+def test_bounds_hold(mip) -> None:
     seen = 0
     for _p, part, (w_opt, l_opt) in cases(3, 30):
         model = Staging(FAST_FIRST, part)
@@ -57,7 +66,7 @@ def test_bounds_hold() -> None:
     assert seen >= 10
 
 
-def test_cuts_from_sets_that_do_not_pack_keep_the_bound_and_close_it() -> None:
+def test_cuts_from_sets_that_do_not_pack_keep_the_bound_and_close_it(mip) -> None:
     seen = loose = 0
     for p, part, (_w, l_opt) in cases(8, 30, aligned):
         model = Staging(FAST_FIRST, part)
@@ -75,6 +84,38 @@ def test_cuts_from_sets_that_do_not_pack_keep_the_bound_and_close_it() -> None:
         assert lost == l_opt  # what is left to the unbounded slow memory always fits it
         seen += 1
     assert seen >= 10 and loose >= 3  # the cuts had work to do
+
+
+def test_mip_and_cpsat_agree_and_the_mip_answer_is_checked_in_integers(monkeypatch) -> None:
+    """The MIP's least lost benefit is CP-SAT's (deterministic: CP-SAT alone) on random hierarchies,
+    with cuts too; a selection over a capacity or against a cut is never taken from it."""
+    seen = 0
+    for _p, part, _ref in cases(5, 30, aligned):
+        model = Staging(FAST_FIRST, part)
+        lost, chosen, optimal = model.least_lost(Deadline(10), Settings(1, 0))
+        det = Staging(FAST_FIRST, part)
+        assert (lost, optimal) == (det.least_lost(Deadline(10, deterministic=True), Settings(1, 0))[0], True)
+        assert chosen is not None and model.fits(chosen)
+        everything = [next(iter(xs)) for xs in model.x]  # every unit in its fastest memory: fits iff no row binds
+        assert model.fits(everything) == (not model.rows)
+        fast = part.memories[0]
+        ks = [k for k, c in enumerate(chosen) if c == fast]
+        if ks:
+            model.forbid(fast, ks, proven=True)
+            det.forbid(fast, ks, proven=True)
+            assert not model.fits(chosen)  # the cut is checked in integers too
+            again = model.least_lost(Deadline(10), Settings(1, 0))
+            assert again[0] == det.least_lost(Deadline(10, deterministic=True), Settings(1, 0))[0]
+        seen += 1
+    assert seen >= 10
+    # a MIP answer that breaks a capacity (a solver's tolerance) is not taken: CP-SAT decides
+    monkeypatch.setattr(Staging, "_mip_least_lost", lambda self, d: ([next(iter(xs)) for xs in self.x], True))
+    bound = [(Staging(FAST_FIRST, part), l_opt) for _p, part, (_w, l_opt) in cases(5, 30, aligned)]
+    bound = [(model, l_opt) for model, l_opt in bound if model.rows]
+    for model, l_opt in bound:
+        lost, chosen, _ = model.least_lost(Deadline(10), Settings(1, 0))
+        assert chosen is not None and model.fits(chosen) and lost is not None and lost <= l_opt
+    assert len(bound) >= 5
 
 
 def test_auto_relax_and_verify_matches_the_brute_force() -> None:
