@@ -79,7 +79,9 @@ def main() -> None:
     print(summary)
     if args.output:
         cmd = "PYTHONPATH=. python experiments/bench_relaxation.py " + " ".join(sys.argv[1:])
-        Path(args.output).write_text(f"```\n{cmd}\n```\n\n{__doc__.strip().splitlines()[0]}\n\n" + "\n".join(lines) + "\n" + summary + "\n")
+        start = f"Load average at the start {load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f} (1 / 5 / 15 min), 2 cores.\n\n"
+        Path(args.output).write_text(f"```\n{cmd}\n```\n\n" + start + f"{__doc__.strip().splitlines()[0]}\n\n" + "\n".join(lines)
+                                     + "\n" + summary + "\n")
 
 
 if __name__ == "__main__":
