@@ -75,6 +75,10 @@ from optplan.validate import validate
 
 SOLVERS = ("cbc", "highs")
 _STARTUP = {"cbc": 0.4, "highs": 0.5}  # seconds a solver's child process needs to start and report
+# CBC looks at its own limit only between phases: in its root cuts on minimalloc A and C it ran 0.5-2 s
+# past it (load 1-6), and it answers SIGINT as late. So it is asked to stop (its limit, then SIGINT)
+# this long before the deadline, at most this share of the time, and killed at the deadline.
+CBC_STOP_WINDOW, CBC_STOP_SHARE = 2.0, 0.3
 _DISPLAY = {"cbc": "CBC", "highs": "HiGHS"}
 LOST_STAGE = "(lost benefit)"  # the stage after the peaks' under min-peak: the tie-break
 # Model size, measured on minimalloc A, C, D (4.6k-12.5k conflicting pairs, 2-core machine under load):
@@ -517,7 +521,8 @@ def run(model: Model, solver: str, deadline: Deadline, workers: int = 1, seed: i
     gcd = math.gcd(*model.weights.values()) or 1
     gap_abs = 0.999 * gcd  # objective values are multiples of gcd: below that gap means optimal
     # the solver's own limit leaves time for its start-up and answer; ``run_child`` enforces the deadline
-    seconds = max(deadline.left() - _STARTUP[solver], 0.05) if deadline.limited else None
+    window = _stop_window(deadline) if solver == "cbc" else 0.0
+    seconds = max(deadline.left() - window - _STARTUP[solver], 0.05) if deadline.limited else None
     nodes = wall = None
     if deadline.deterministic:  # a node budget: the same search on every run, whatever the load
         seconds, workers = None, 1
@@ -526,15 +531,23 @@ def run(model: Model, solver: str, deadline: Deadline, workers: int = 1, seed: i
     if solver == "highs":
         out = _run_highs(model, deadline, seconds, gap_abs, workers, seed, warm, nodes, wall)
     else:
-        out = _run_cbc(model, deadline, seconds, gap_abs, workers, seed, warm, nodes, wall)
+        out = _run_cbc(model, deadline, seconds, gap_abs, workers, seed, warm, nodes, wall, window)
     if deadline.deterministic:
         deadline.spend(float(out.stats.get("nodes", 0)) / MIP_NODES_PER_SECOND)  # type: ignore[arg-type]
     return out
 
 
+def _stop_window(deadline: Deadline) -> float:
+    """Seconds before a wall-clock deadline at which CBC is asked to stop (``CBC_STOP_WINDOW``)."""
+    if not deadline.limited or deadline.deterministic:
+        return 0.0
+    return min(CBC_STOP_WINDOW, CBC_STOP_SHARE * deadline.left())
+
+
 def _run_cbc(model: Model, deadline: Deadline, seconds: float | None, gap_abs: float, workers: int, seed: int,
-             warm: bool, nodes: int | None, wall: float | None) -> Outcome:
-    """CBC on the model, run by us: PuLP's own runner waits forever and leaves CBC in our process group."""
+             warm: bool, nodes: int | None, wall: float | None, window: float = 0.0) -> Outcome:
+    """CBC on the model, run by us: PuLP's own runner waits forever and leaves CBC in our process group.
+    SIGINT ``window`` seconds before the deadline (no window: at it), SIGKILL at it (or 2 s later)."""
     options = ([f"randomCbcSeed {seed}"] if seed else []) + ([f"maxNodes {nodes}"] if nodes is not None else [])
     with warnings.catch_warnings():  # PuLP 3.3 deprecates its bundled CBC for 4.0 (pin pulp<4)
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -555,7 +568,8 @@ def _run_cbc(model: Model, deadline: Deadline, seconds: float | None, gap_abs: f
             args += [f"-{name}", *value]
         args += ["-solve", "-printingOptions", "all", "-solution", sol]
         with open(log, "w", encoding="utf-8") as f:
-            _, stopped = run_child(args, deadline, grace=2.0, stop=signal.SIGINT, log=f, wall=wall)
+            asked = deadline.part(deadline.left() - window) if window else deadline
+            _, stopped = run_child(args, asked, grace=window or 2.0, stop=signal.SIGINT, log=f, wall=wall)
         if not os.path.exists(sol):
             return Outcome(None, status="interrupted" if deadline.cancelled else "killed: CBC ignored the time limit")
         status, values, _, _, _, sol_status = s.readsol_MPS(sol, lp, variables, var_names, con_names)
