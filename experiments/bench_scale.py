@@ -2,7 +2,7 @@
 
     python experiments/bench_scale.py speed FILE... [--no-reference] [--compare FILE...]  # per constructive heuristic
     python experiments/bench_scale.py scale FILE... [--time-limit 60] [--read-only N]
-    python experiments/bench_scale.py feasible FILE... --capacity C  # search, CP-SAT and auto, feasibility mode
+    python experiments/bench_scale.py feasible FILE... --capacity C [--planners search,cpsat,auto] [--runs 2]
 
 ``speed``: CPU seconds of each heuristic's planner function (lower bound and validation
 excluded), with the compiled packer and with the reference ``Packer`` it is tested against.
@@ -147,25 +147,28 @@ def _cpu_with_children() -> float:
 
 def feasible(args: argparse.Namespace) -> None:
     """Each file at the capacity in feasibility mode: search, CP-SAT and auto (which races the
-    two), wall seconds (CPU seconds with the member processes) in one run, twice each."""
+    two; ``--planners``), wall seconds (CPU seconds with the member processes) in one run,
+    ``--runs`` times each, and the load average during each file's runs."""
+    names = args.planners.split(",")
     print(f"feasibility mode at capacity {args.capacity}, --time-limit {args.time_limit:g}, wall seconds (CPU "
           f"seconds, with member processes); load average at start {os.getloadavg()[0]:.1f}\n")
-    print("| instance | search | cpsat | auto | auto - search (wall) |")
-    print("| --- | --- | --- | --- | --- |")
+    print(f"| instance | {' | '.join(names)} | auto - search (wall) | load |")
+    print("| --- | " + "--- | " * len(names) + "--- | --- |")
     for f in args.files:
         problem = read_problem(f).with_capacity(args.capacity)
         planners.solve(problem, "search", objective="feasible", time_limit=5)  # compile / load once
         cells: dict[str, list[str]] = {}
         seconds: dict[str, list[float]] = {}
-        for name in ("search", "cpsat", "auto") * 2:
+        load = os.getloadavg()[0]
+        for name in names * args.runs:
             t0, c0 = time.perf_counter(), _cpu_with_children()
             plan = planners.solve(problem, name, objective="feasible", time_limit=args.time_limit)
             t, c = time.perf_counter() - t0, _cpu_with_children() - c0
             seconds.setdefault(name, []).append(t if plan.found else float("inf"))
             cells.setdefault(name, []).append(f"{t:.2f} ({c:.2f})" + ("" if plan.found else f" {plan.status.value}"))
-        diff = [a - s for a, s in zip(seconds["auto"], seconds["search"])]
-        print(f"| {os.path.basename(f)} | " + " | ".join(", ".join(cells[n]) for n in ("search", "cpsat", "auto"))
-              + " | " + ", ".join(f"{d:+.2f}" for d in diff) + " |", flush=True)
+        diff = [a - s for a, s in zip(seconds.get("auto", []), seconds.get("search", []))]
+        print(f"| {os.path.basename(f)} | " + " | ".join(", ".join(cells[n]) for n in names)
+              + " | " + ", ".join(f"{d:+.2f}" for d in diff) + f" | {load:.1f}-{os.getloadavg()[0]:.1f} |", flush=True)
 
 
 def main() -> None:
@@ -186,6 +189,8 @@ def main() -> None:
     s.add_argument("files", nargs="+")
     s.add_argument("--capacity", type=int, required=True)
     s.add_argument("--time-limit", type=float, default=60.0)
+    s.add_argument("--planners", default="search,cpsat,auto", help="comma-separated (default: search,cpsat,auto)")
+    s.add_argument("--runs", type=int, default=2, help="runs of each planner per file (default 2)")
     args = ap.parse_args()
     {"speed": speed, "scale": scale, "feasible": feasible}[args.mode](args)
 

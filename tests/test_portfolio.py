@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -10,8 +14,10 @@ from test_compiled import problems as compiled_problems
 from test_cpsat import check_exact, problems
 
 from optplan import planners, portfolio
+from optplan.deadline import Deadline
 from optplan.formats import read_problem
 from optplan.heuristics import run as heuristics_run
+from optplan.objective import Objective
 from optplan.plan import Placement, Status
 from optplan.planners import names, solve
 from optplan.problem import Buffer, Gap, Memory, Problem
@@ -296,17 +302,53 @@ def test_the_search_dives_beside_the_heuristics_at_scale(monkeypatch, workers: i
     assert "search_status" not in plan.stats  # the part did not run the search a second time
 
 
+def _small() -> Problem:
+    return Problem(tuple(Buffer(f"b{i}", 1 + (7 * i) % 5, i % 6, i % 6 + 1 + i % 4) for i in range(24)))
+
+
 def test_the_search_answers_alone_before_a_race_costs_a_fork(monkeypatch) -> None:
     """A part the search settles within SEARCH_FIRST seconds is answered without forking a member
-    or building CP-SAT's model (feasibility mode at a capacity the heuristics miss)."""
+    or building CP-SAT's model (minimize mode, the heuristic's plan above the bound)."""
     def no_fork(*args, **kwargs):
         raise AssertionError("forked")
 
     monkeypatch.setattr(portfolio, "fork_member", no_fork)
     monkeypatch.setattr(portfolio, "run", no_fork)
     monkeypatch.setattr(heuristics_run, "heuristic_names", lambda: ["naive"])
-    p = Problem(tuple(Buffer(f"b{i}", 1 + (7 * i) % 5, i % 6, i % 6 + 1 + i % 4) for i in range(24)))
+    p = _small()
     m = p.memory_names[0]
     optimum = solve(p, "search", time_limit=30).peak[m]
-    plan = solve(p.with_capacity(optimum), "auto", time_limit=30, workers=2, objective="feasible")
-    assert plan.found and plan.stats["search_status"] == "OPTIMAL" and plan.peak[m] <= optimum
+    plan = solve(p, "auto", time_limit=30, workers=2)
+    assert plan.status == Status.OPTIMAL and plan.stats["search_status"] == "OPTIMAL" and plan.peak[m] == optimum
+
+
+def test_feasibility_mode_races_the_search_on_the_whole_problem_from_the_start(monkeypatch) -> None:
+    """At a capacity the heuristics miss, the search runs on the whole problem at once beside the
+    rest of auto, and its plan is the answer when it comes first (here the rest finds none)."""
+    monkeypatch.setattr(heuristics_run, "heuristic_names", lambda: ["naive"])
+    p = _small()
+    m = p.memory_names[0]
+    optimum = solve(p, "search", time_limit=30).peak[m]
+    race = portfolio._SearchRace.start(p.with_capacity(optimum), Deadline(30), Objective.parse("feasible"), 0, 2)
+    assert race is not None
+    plan = race.settle(race.beside(lambda: portfolio.Result(None, message="the rest found nothing")))
+    assert plan.placements is not None and plan.stats["search_race"].startswith(("FEASIBLE", "OPTIMAL"))
+    through_auto = solve(p.with_capacity(optimum), "auto", time_limit=30, workers=2, objective="feasible")
+    assert through_auto.found and "search_race" in through_auto.stats and through_auto.peak[m] <= optimum
+
+
+def test_the_race_beside_the_search_runs_at_a_lower_priority() -> None:
+    """``_lower_priority`` lowers the calling thread only (Linux), not the caller's other threads."""
+    if sys.platform != "linux":
+        pytest.skip("nice values are per thread only on Linux")
+    seen: list[int] = []
+
+    def rest() -> None:
+        portfolio._lower_priority(3)
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    t = threading.Thread(target=rest)
+    t.start()
+    t.join()
+    assert seen == [min(19, mine + 3)] and os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine
