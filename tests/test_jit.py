@@ -107,3 +107,13 @@ def test_a_first_run_keeps_its_time_limit_without_compiling(tmp_path: Path, name
     assert "numba kernels not compiled" in plan["message"]
     assert not list((tmp_path / "cache").rglob("*.nbc"))  # nothing was compiled
     assert validate(problem, read_placements(out, read_problem(src))) == []
+
+
+def test_compare_says_once_that_it_ran_without_kernels(tmp_path: Path) -> None:
+    """``compare``'s table shows no plan messages: with an empty cache it prints the note once."""
+    src = tmp_path / "p.json"
+    write_problem(_generated(200), src)
+    proc = _python(["-m", "optplan.cli", "compare", str(src), "--time-limit", "3", "--planners", "naive,greedy-size"],
+                   cache=tmp_path / "cache")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("numba kernels not compiled (") == 1 and "`optplan warmup`" in proc.stdout

@@ -85,7 +85,7 @@ def _instance_table(label: str, problem, rows: list[Row]) -> Table:  # type: ign
 
 
 def compare_command(args: argparse.Namespace, out: Console, prepare) -> int:  # type: ignore[no-untyped-def]
-    from optplan import planners
+    from optplan import jit, planners
     from optplan.formats.native_json import plan_to_dict
     from optplan.study.compare import compare
     from optplan.study.summary import planner_table
@@ -106,6 +106,9 @@ def compare_command(args: argparse.Namespace, out: Console, prepare) -> int:  # 
     if len(results) > 1:
         out.print("Over all instances (gap to the proven optimum, else to the best plan found here):")
         out.print("\n".join(planner_table([r for c in results for r in c.rows])), markup=False)
+    note = jit.note()  # the plans' messages are not in the table: say once that they ran without kernels
+    if note is not None:
+        out.print(note[0], markup=False)
     return EXIT_OK if found else EXIT_NO_PLAN
 
 
