@@ -114,6 +114,7 @@ def test_compiled_greedy_places_as_the_reference_at_scale(seed: int) -> None:
                           (orders.by_size, "heap")]:
         same(problem, order(problem), policy)
     assert banked_greedy.__wrapped__(problem).placements == banked_greedy_reference(problem).placements  # type: ignore[attr-defined]
+    assert np.array_equal(compiled.banked(problem)[0], compiled.banked(problem, chunk=2)[0])  # chunks split often
     assert recycle.__wrapped__(problem).placements == recycle_reference(problem).placements  # type: ignore[attr-defined]
 
 
@@ -164,3 +165,33 @@ def test_first_fit_orders_stops_losing_orders_at_scale(seed: int) -> None:
     placements, name = _first_fit_orders_reference(problem, None)
     assert fast.placements == placements and fast.stats["order"] == name
     assert fast.stats.get("stopped")  # the losing orders stop before their last unit here
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 30), st.integers(1, 12), st.integers(1, 50)), max_size=60),
+       st.sampled_from([2, 3, 32]))
+def test_skylines_answer_as_a_dense_array(raises, chunk: int) -> None:
+    """Objects' skylines (banked-greedy's), in chunks small enough to split and empty often, give
+    the highest top over any slots as a dense array of slots does."""
+    objects, slots = 3, 44
+    dense = np.zeros((objects, slots), np.int64)
+    dm = np.zeros(4 * objects + 2, np.int64)
+    dr, cs, tmp = np.empty(6, np.int64), np.empty(8, np.int64), np.empty(4, np.int64)
+    for g, l, length, v in raises:
+        dr, cs, tmp = compiled._sky_raise(g, l, l + length, v, dm, dr, cs, chunk, tmp)
+        dense[g, l:l + length] = np.maximum(dense[g, l:l + length], v)
+        for q in range(objects):
+            for a, b in [(0, slots), (l, l + length), (max(0, l - 3), l + 1), (l + length - 1, min(slots, l + length + 5))]:
+                assert compiled._sky_max(q, a, b, dm, dr, cs) == dense[q, a:b].max(initial=0)
+    for q in range(objects):  # every window at the end
+        for a in range(slots):
+            for b in range(a + 1, slots + 1):
+                assert compiled._sky_max(q, a, b, dm, dr, cs) == dense[q, a:b].max(), (q, a, b)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(problems(fixed=False))
+def test_compiled_banked_greedy_does_not_depend_on_the_skylines_chunks(problem: Problem) -> None:
+    off, where, failed, nobj = compiled.banked(problem)
+    small = compiled.banked(problem, chunk=2)
+    assert np.array_equal(off, small[0]) and np.array_equal(where, small[1]) and failed == small[2]

@@ -42,6 +42,7 @@ from optplan.problem import Problem, Unit, gc_paused
 _POLICY = {"first": 0, "best": 1, "heap": 2}
 _NONE = np.iinfo(np.int64).max  # no capacity / nothing found
 STAB_FANOUT, START_FANOUT = 16, 4  # measured on S_1-shaped instances of 28k-62k buffers
+SKY_CHUNK = 32  # breakpoints per chunk of an object's skyline (banked-greedy)
 _MAX_IDS = 512  # lists one piece's query reads: far more than both trees' depths need
 
 
@@ -418,53 +419,285 @@ def _idle(base, so, sf, to, tf, u, obj_base, obj_size, nobj, m, r, p_ptr, p_l, p
 
 
 @njit(cache=True)
-def _above(base, so, sf, to, tf, band, u, obj_base, obj_size, m, r, p_ptr, p_l, p_r, low, high,
-           meta, ar, sc, ids, reach, busy):
+def _move(a, lo, hi, d):
+    """Shift ``a[lo:hi]`` by ``d`` places (overlapping)."""
+    if d > 0:
+        for k in range(hi - 1, lo - 1, -1):
+            a[k + d] = a[k]
+    elif d < 0:
+        for k in range(lo, hi):
+            a[k + d] = a[k]
+
+
+@njit(cache=True, inline="always")
+def _chunk(g, ci, dm, dr):
+    """The start in ``cs`` of chunk ``ci`` (directory position) of object ``g``."""
+    return dm[4 * g + 3] if ci == 0 else dr[3 * (dm[4 * g] + ci) + 1]
+
+
+@njit(cache=True, inline="always")
+def _sky_find(g, x, dm, dr, cs):
+    """The first breakpoint of object ``g`` at a slot >= ``x``: (directory position, position in
+    that chunk); (chunks, 0) past the end."""
+    d0, nd = dm[4 * g], dm[4 * g + 1]
+    if nd < 2:  # one chunk: no directory to read
+        lo = nd if nd and cs[dm[4 * g + 3] + 2] <= x else 0
+    else:
+        lo, hi = 0, nd  # the chunks starting at or before x
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if dr[3 * (d0 + mid)] <= x:
+                lo = mid + 1
+            else:
+                hi = mid
+    if lo == 0:
+        return 0, 0
+    c = _chunk(g, lo - 1, dm, dr)
+    a, b = 0, cs[c]
+    while a < b:
+        mid = (a + b) >> 1
+        if cs[c + 2 + 2 * mid] < x:
+            a = mid + 1
+        else:
+            b = mid
+    return (lo, 0) if a == cs[c] else (lo - 1, a)
+
+
+@njit(cache=True, inline="always")
+def _sky_before(g, ci, pos, dm, dr, cs):
+    """The top just before breakpoint (``ci``, ``pos``) of object ``g`` (0 before the first)."""
+    if pos:
+        return cs[_chunk(g, ci, dm, dr) + 1 + 2 * pos]
+    if ci:
+        c = _chunk(g, ci - 1, dm, dr)
+        return cs[c + 1 + 2 * cs[c]]
+    return 0
+
+
+@njit(cache=True, inline="always")
+def _sky_max(g, l, r, dm, dr, cs):
+    """The highest top in object ``g`` over slots ``[l, r)`` (0: nothing there).
+
+    An object's skyline is a sorted list of breakpoints (slot, top from that slot on) in chunks
+    of 1 to ``ch`` (in ``cs``: its length, its room, then the pairs; the room doubles up to ``ch``,
+    so that objects with a few breakpoints stay small). Object g's directory at
+    ``dr[3 * dm[4 * g]:]`` holds (first slot, chunk, highest top) per chunk in order
+    (``dm[4 * g + 1]`` of them, room for ``dm[4 * g + 2]``; the first chunk also at
+    ``dm[4 * g + 3]``): a query over many chunks reads the directory only. A change touches a
+    chunk or two, where one sorted array would shift thousands of breakpoints per unit in the
+    objects that hold many units (the first objects take most small units: 5,202 of 62k)."""
+    d0, nd = dm[4 * g], dm[4 * g + 1]
+    if nd < 2:  # one chunk (or none): a sorted array
+        c, n = dm[4 * g + 3], cs[dm[4 * g + 3]] if nd else 0
+        a, b = 0, n  # the first breakpoint after l
+        while a < b:
+            mid = (a + b) >> 1
+            if cs[c + 2 + 2 * mid] <= l:
+                a = mid + 1
+            else:
+                b = mid
+        best = cs[c + 1 + 2 * a] if a else 0
+        while a < n and cs[c + 2 + 2 * a] < r:
+            best = max(best, cs[c + 3 + 2 * a])
+            a += 1
+        return best
+    ci, pos = _sky_find(g, l + 1, dm, dr, cs)
+    best = _sky_before(g, ci, pos, dm, dr, cs)
+    while ci < nd:
+        if pos == 0 and ci + 1 < nd and dr[3 * (d0 + ci + 1)] <= r:  # the whole chunk is before r
+            best = max(best, dr[3 * (d0 + ci) + 2])
+        else:
+            c = _chunk(g, ci, dm, dr)
+            while pos < cs[c]:
+                if cs[c + 2 + 2 * pos] >= r:
+                    return best
+                best = max(best, cs[c + 3 + 2 * pos])
+                pos += 1
+        ci, pos = ci + 1, 0
+    return best
+
+
+@njit(cache=True)
+def _sky_top(g, ci, dm, dr, cs):
+    """Note chunk ``ci``'s first slot and highest top in object ``g``'s directory."""
+    c = _chunk(g, ci, dm, dr)
+    top = 0
+    for k in range(cs[c]):
+        top = max(top, cs[c + 3 + 2 * k])
+    e = 3 * (dm[4 * g] + ci)
+    dr[e], dr[e + 2] = cs[c + 2], top
+
+
+@njit(cache=True)
+def _sky_cut(g, ci, pos, w, dm, dr, cs):
+    """Remove ``w`` breakpoints of object ``g`` from (``ci``, ``pos``) on; emptied chunks leave
+    the directory."""
+    d0 = dm[4 * g]
+    while w:
+        c = _chunk(g, ci, dm, dr)
+        k = min(w, cs[c] - pos)
+        _move(cs, c + 2 + 2 * (pos + k), c + 2 + 2 * cs[c], -2 * k)
+        cs[c] -= k
+        w -= k
+        if cs[c] == 0:
+            _move(dr, 3 * (d0 + ci + 1), 3 * (d0 + dm[4 * g + 1]), -3)
+            dm[4 * g + 1] -= 1
+            dm[4 * g + 3] = dr[3 * d0 + 1]
+        else:
+            _sky_top(g, ci, dm, dr, cs)
+            ci += 1
+        pos = 0
+
+
+@njit(cache=True)
+def _sky_alloc(cs, dm, cap):
+    """Room for a chunk of ``cap`` breakpoints at the end of ``cs`` (``dm[-2]``: its use);
+    returns the (maybe grown) array and the chunk's start."""
+    c = dm[-2]
+    if c + 2 + 2 * cap > len(cs):
+        bigger = np.empty(max(2 * len(cs), c + 2 + 2 * cap), np.int64)
+        bigger[:c] = cs[:c]
+        cs = bigger
+    dm[-2] = c + 2 + 2 * cap
+    cs[c], cs[c + 1] = 0, cap
+    return cs, c
+
+
+@njit(cache=True)
+def _sky_chunk(g, at, dm, dr, cs, cap):
+    """A new, empty chunk of room ``cap`` at directory position ``at`` of object ``g`` (the caller
+    fills it and its directory entry); returns the (maybe grown) arrays. ``dm[-1]``: directory
+    entries in use."""
+    cs, c = _sky_alloc(cs, dm, cap)
+    nd = dm[4 * g + 1]
+    if nd == dm[4 * g + 2]:  # the directory moves to the arena's end, twice as large
+        room, used = max(2, 2 * nd), dm[-1]
+        if 3 * (used + room) > len(dr):
+            bigger = np.empty(max(2 * len(dr), 3 * (used + room)), np.int64)
+            bigger[:3 * used] = dr[:3 * used]
+            dr = bigger
+        dr[3 * used:3 * (used + nd)] = dr[3 * dm[4 * g]:3 * (dm[4 * g] + nd)]
+        dm[4 * g], dm[4 * g + 2] = used, room
+        dm[-1] = used + room
+    d0 = dm[4 * g]
+    _move(dr, 3 * (d0 + at), 3 * (d0 + nd), 3)
+    dr[3 * (d0 + at) + 1] = c
+    dm[4 * g + 3] = dr[3 * d0 + 1]
+    dm[4 * g + 1] = nd + 1
+    return dr, cs
+
+
+@njit(cache=True)
+def _sky_put(g, x, v, dm, dr, cs, ch):
+    """Insert the breakpoint (``x``, ``v``) into object ``g``'s skyline (none at ``x`` there);
+    a full chunk splits in two. Returns the (maybe grown) arrays."""
+    ci, pos = _sky_find(g, x, dm, dr, cs)
+    nd = dm[4 * g + 1]
+    if ci == nd:  # past the end: the last chunk, or a new one
+        if nd and cs[_chunk(g, nd - 1, dm, dr)] < ch:
+            ci, pos = nd - 1, cs[_chunk(g, nd - 1, dm, dr)]
+        else:
+            dr, cs = _sky_chunk(g, nd, dm, dr, cs, min(ch, 2))
+    c = _chunk(g, ci, dm, dr)
+    if cs[c] == cs[c + 1] < ch:  # a full chunk below ``ch`` moves to the end, twice as large
+        n = cs[c]
+        cs, c2 = _sky_alloc(cs, dm, min(ch, 2 * n))
+        cs[c2 + 2:c2 + 2 + 2 * n] = cs[c + 2:c + 2 + 2 * n]
+        cs[c2] = n
+        dr[3 * (dm[4 * g] + ci) + 1] = c = c2
+        dm[4 * g + 3] = dr[3 * dm[4 * g] + 1]
+    if cs[c] == ch:  # split: the upper half moves to a new chunk after it
+        dr, cs = _sky_chunk(g, ci + 1, dm, dr, cs, ch)
+        c2, half = _chunk(g, ci + 1, dm, dr), ch // 2
+        cs[c2 + 2:c2 + 2 + 2 * (ch - half)] = cs[c + 2 + 2 * half:c + 2 + 2 * ch]
+        cs[c2], cs[c] = ch - half, half
+        _sky_top(g, ci, dm, dr, cs)
+        _sky_top(g, ci + 1, dm, dr, cs)
+        if pos > half:
+            c, pos, ci = c2, pos - half, ci + 1
+    _move(cs, c + 2 + 2 * pos, c + 2 + 2 * cs[c], 2)
+    cs[c + 2 + 2 * pos], cs[c + 3 + 2 * pos] = x, v
+    cs[c] += 1
+    _sky_top(g, ci, dm, dr, cs)
+    return dr, cs
+
+
+@njit(cache=True)
+def _sky_raise(g, l, r, v, dm, dr, cs, ch, tmp):
+    """Raise object ``g``'s skyline to at least ``v`` over slots ``[l, r)``: its breakpoints in
+    ``[l, r]`` are rewritten, equal neighbours merged. Returns the (maybe grown) arrays."""
+    ci, pos = _sky_find(g, l, dm, dr, cs)
+    old = last = _sky_before(g, ci, pos, dm, dr, cs)  # the old top, and the new one last written
+    cnt = w = 0
+    nd = dm[4 * g + 1]
+    i, p = ci, pos
+    c = _chunk(g, i, dm, dr) if i < nd else 0
+    while True:  # the old breakpoints in [l, r] (w of them); new ones at l, in between and at r
+        if i < nd and p == cs[c]:
+            i, p = i + 1, 0
+            c = _chunk(g, i, dm, dr) if i < nd else 0
+            continue
+        x = cs[c + 2 + 2 * p] if i < nd else r + 1
+        if len(tmp) < 2 * cnt + 4:
+            bigger = np.empty(2 * len(tmp), np.int64)
+            bigger[:2 * cnt] = tmp[:2 * cnt]
+            tmp = bigger
+        if w == 0 and x > l and max(old, v) != last:  # no breakpoint at l: the new top from l on
+            tmp[0], tmp[1], last, cnt = l, max(old, v), max(old, v), 1
+        if x > r:
+            if old != last:  # from r on: the old top again
+                tmp[2 * cnt], tmp[2 * cnt + 1], cnt = r, old, cnt + 1
+            break
+        old = cs[c + 3 + 2 * p]
+        new = old if x == r else max(old, v)
+        if new != last:
+            tmp[2 * cnt], tmp[2 * cnt + 1], last, cnt = x, new, new, cnt + 1
+        w += 1
+        p += 1
+        if x == r:
+            break
+    _sky_cut(g, ci, pos, w, dm, dr, cs)
+    for k in range(cnt):
+        dr, cs = _sky_put(g, tmp[2 * k], tmp[2 * k + 1], dm, dr, cs, ch)
+    return dr, cs, tmp
+
+
+@njit(cache=True)
+def _above(g0, nobj, u, obj_base, obj_size, m, r, p_ptr, p_l, p_r, low, high, dm, dr, cs):
     """The root offset of ``u`` in the first busy object (creation order) with room above what is
-    alive in it with ``u``, from the byte index at ``base`` (object k's buffers at ``k * band``
-    plus their offset in it), or _NONE. ``reach``: zeros on entry and on exit."""
-    flo, fhi, runs = sc[0], sc[1], sc[4]
-    k = 0
-    for p in range(p_ptr[u], p_ptr[u + 1]):  # raw byte ranges: piece [0, 1) gives [y0, y1 - 1]
-        k = _lists(base, so, sf, to, tf, p_l[p], p_r[p], ids, k)
-    flo, fhi, cnt, runs, nruns = _gather(ids, k, 0, 1, -_NONE, meta, ar, flo, fhi, 0, runs, 0)
-    sc[0], sc[1], sc[4] = flo, fhi, runs
-    nb = 0
-    for q in range(cnt):  # highest byte alive with u per object, relative to it (> 0: busy)
-        k = flo[q] // band
-        if reach[k] == 0:
-            busy[nb] = k
-            nb += 1
-        reach[k] = max(reach[k], fhi[q] + 1 - k * band)
-    root, first = _NONE, _NONE
-    for q in range(nb):  # the busy object of least index with room
-        k = busy[q]
-        x = obj_base[k] + reach[k] - low[u]
+    alive in it with ``u`` (the objects' skylines from ``g0`` on), or _NONE."""
+    for k in range(nobj):
+        reach = 0
+        for p in range(p_ptr[u], p_ptr[u + 1]):
+            reach = max(reach, _sky_max(g0 + k, p_l[p], p_r[p], dm, dr, cs))
+        if reach == 0:  # idle (too small or misaligned)
+            continue
+        x = obj_base[k] + reach - low[u]
         o = x + (r - x) % m
-        if k < first and o + high[u] <= obj_base[k] + obj_size[k]:
-            root, first = o, k
-        reach[k] = 0
-    return root
+        if o + high[u] <= obj_base[k] + obj_size[k]:
+            return o
+    return _NONE
 
 
 @njit(cache=True, nogil=True)
-def _banked(order, so, sf, to, tf, stores, n_mem, band, p_ptr, p_l, p_r, p_y0, p_y1, low, high, m_ptr, m_mem,
-            m_mod, m_res, capacity):
+def _banked(order, so, sf, to, tf, stores, n_mem, p_ptr, p_l, p_r, p_y0, p_y1, low, high, m_ptr, m_mem,
+            m_mod, m_res, capacity, ch):
     """``banked_greedy`` without pinned units: (offset, memory index) per unit, failed unit or -1.
-    Each bank keeps two indexes: object ids (which objects are idle) and bytes in object bands
-    (how high the busy ones are filled)."""
+    Each bank keeps an index of object ids over time (which objects are idle) and each object
+    its skyline (how high it is filled over time: the highest top of its units alive then)."""
     n = len(low)
     off = np.full(n, -1, np.int64)
     where = np.full(n, -1, np.int64)
-    meta = np.zeros(2 * n_mem * stores * 3, np.int64)  # byte index of memory i at i, id index at n_mem + i
+    meta = np.zeros(n_mem * stores * 3, np.int64)  # id index of memory i at i
     ar, used = np.empty(1 << 17, np.int64), 0
+    dm = np.zeros(4 * n_mem * (n + 1) + 2, np.int64)  # skylines (``_sky_max``): object k of memory i at i * (n + 1) + k
+    dr, cs, tmp = np.empty(1536, np.int64), np.empty(1 << 16, np.int64), np.empty(64, np.int64)
     obj_base = np.zeros((n_mem, n + 1), np.int64)
     obj_size = np.zeros((n_mem, n + 1), np.int64)
     nobj = np.zeros(n_mem, np.int64)
     cursor = np.zeros(n_mem, np.int64)
     sc = _scratch()
     ids = np.empty(_MAX_IDS, np.int64)
-    reach, busy = np.zeros(n + 1, np.int64), np.empty(n + 1, np.int64)
     for u in order:
         for k in range(m_ptr[u], m_ptr[u + 1]):
             mem, m, r = m_mem[k], m_mod[k], m_res[k]
@@ -475,15 +708,13 @@ def _banked(order, so, sf, to, tf, stores, n_mem, band, p_ptr, p_l, p_r, p_y0, p
                     off[u], where[u] = lowest, mem
                     break
                 continue
-            bytes_at, ids_at = mem * stores, (n_mem + mem) * stores
+            ids_at, g0 = mem * stores, mem * (n + 1)
             j = -1 if nobj[mem] == 0 else _idle(ids_at, so, sf, to, tf, u, obj_base[mem], obj_size[mem], nobj[mem],
                                                 m, r, p_ptr, p_l, p_r, low, high, meta, ar, sc, ids)
             if j >= 0:
                 root = obj_base[mem, j] - low[u]
             else:
-                root = _NONE if nobj[mem] == 0 else _above(bytes_at, so, sf, to, tf, band, u, obj_base[mem],
-                                                           obj_size[mem], m, r, p_ptr, p_l, p_r, low, high, meta,
-                                                           ar, sc, ids, reach, busy)
+                root = _above(g0, nobj[mem], u, obj_base[mem], obj_size[mem], m, r, p_ptr, p_l, p_r, low, high, dm, dr, cs)
             if root == _NONE:  # a new object, if the bank has room for it
                 x = max(cursor[mem] - low[u], -low[u])
                 root = x + (r - x) % m
@@ -493,10 +724,8 @@ def _banked(order, so, sf, to, tf, stores, n_mem, band, p_ptr, p_l, p_r, p_y0, p
                 nobj[mem] += 1
                 cursor[mem] = root + high[u]
             j = np.searchsorted(obj_base[mem, :nobj[mem]], root + low[u], side="right") - 1
-            shift = j * band - obj_base[mem, j]
             for p in range(p_ptr[u], p_ptr[u + 1]):
-                ar, used = _store(bytes_at, so, sf, to, tf, p_l[p], p_r[p], root + p_y0[p] + shift,
-                                  root + p_y1[p] + shift, meta, ar, used)
+                dr, cs, tmp = _sky_raise(g0 + j, p_l[p], p_r[p], root + p_y1[p] - obj_base[mem, j], dm, dr, cs, ch, tmp)
                 ar, used = _store(ids_at, so, sf, to, tf, p_l[p], p_r[p], j, j + 1, meta, ar, used)
             off[u], where[u] = root, mem
             break
@@ -659,15 +888,15 @@ def recycle(problem: Problem, order: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return off, where, kept, None if failed < 0 else problem.units[failed], why
 
 
-def banked(problem: Problem) -> tuple[np.ndarray, np.ndarray, Unit | None, np.ndarray]:
-    """``banked_greedy`` for problems without pinned units (those stay with the reference)."""
+def banked(problem: Problem, chunk: int = SKY_CHUNK) -> tuple[np.ndarray, np.ndarray, Unit | None, np.ndarray]:
+    """``banked_greedy`` for problems without pinned units (those stay with the reference);
+    ``chunk``: breakpoints per chunk of the skylines (tests split chunks often with a small one)."""
     a = arrays(problem)
     units = problem.units
     height = a.high - a.low
     order = np.lexsort((-np.arange(len(units)), -height)).astype(np.int64)  # (-height, -i)
-    band = 2 * int(height.max(initial=0)) + 1
-    off, where, failed, nobj = _banked(order, *_layout(a.size), len(a.names), band, a.p_ptr, a.p_l, a.p_r, a.p_y0,
-                                       a.p_y1, a.low, a.high, a.m_ptr, a.m_mem, a.m_mod, a.m_res, a.capacity)
+    off, where, failed, nobj = _banked(order, *_layout(a.size), len(a.names), a.p_ptr, a.p_l, a.p_r, a.p_y0, a.p_y1,
+                                       a.low, a.high, a.m_ptr, a.m_mem, a.m_mod, a.m_res, a.capacity, chunk)
     return off, where, None if failed < 0 else units[failed], nobj
 
 
