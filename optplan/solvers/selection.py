@@ -2,9 +2,9 @@
 
 Any plan keeps, at every step, the bytes live in a capacitated memory under its capacity. So the
 best benefit over selections that satisfy just that (a multi-dimensional knapsack, Vela's
-question, solved here exactly: on a wall clock by a MIP solver first, SCIP as bundled with
-OR-Tools, whose LP bound and cuts close these knapsacks far sooner on large parts, its
-selection checked in integers; else, or when it does not prove it, CP-SAT on booleans) bounds the benefit any plan keeps in
+question, solved here exactly by CP-SAT on booleans; on a wall clock a MIP solver, SCIP as
+bundled with OR-Tools, finds its first selection: CP-SAT's hint, checked in integers, which
+CP-SAT then proves or improves; the MIP's own proof is in floating point) bounds the benefit any plan keeps in
 faster memories: a proven bound on the lost benefit ``L`` of ``optplan.objective``. Among the
 selections that lose no more, the least weighted live-load peaks of the other memories bound the
 weighted peaks ``W`` of every plan that reaches that ``L`` (a memory's peak is at least the bytes
@@ -35,9 +35,9 @@ from optplan.solvers.cpsat import DTIME_PER_SECOND, Settings, _int_bound
 from optplan.solvers.reduce import Choice, Part
 
 LINEARIZATION = 2  # CP-SAT's linearization_level for the relaxation's solves
-# of least_lost's time, for SCIP (wall-clock deadlines; CP-SAT, hinted with SCIP's selection, gets the rest):
-# on 8 generated 800-unit hierarchies (guillotine/pinwheel, fast at 25/50 %) SCIP proved all 8 in 1.6-12 CPU s,
-# CP-SAT 4 in 15 s (experiments/bench_relaxation.py)
+# of least_lost's and least_peaks' time, for SCIP's selection, CP-SAT's hint (wall-clock deadlines; CP-SAT
+# proves): SCIP finds these knapsacks' optima far sooner on large parts (idealloc G_1 at 25 %: 6 CPU s;
+# CP-SAT alone had its bound there but not the selection in 52; experiments/bench_relaxation.py)
 MIP_SHARE = 0.5
 MIP_SOLVER = "SCIP"  # bundled with OR-Tools; "" turns the MIP off
 
@@ -60,6 +60,7 @@ class Staging:
         weights = objective.weights(problem)
         self.load_peak: dict[str, cp_model.IntVar] = {}  # bytes live in m at its fullest step
         self.rows: list[tuple[str, list[tuple[int, int]], int]] = []  # (memory, terms, capacity): the MIP's rows
+        self.peak_rows: list[tuple[str, list[tuple[int, int]]]] = []  # (memory, terms): the live loads of a weighed memory
         for m in part.memories:
             cap = problem.memory(m).capacity
             loads = [t for t in _loads(units, x, m, times) if t]
@@ -69,6 +70,8 @@ class Staging:
                 over = cap is not None and sum(h for _, h in terms) > cap
                 if weights[m] > 0 or over:
                     model.add(z >= sum(h * x[k][m] for k, h in terms))
+                if weights[m] > 0:
+                    self.peak_rows.append((m, terms))
                 if over and cap is not None:
                     self.rows.append((m, terms, cap))
         coef = [{m: u.gain * tw[m] for m in xs} for u, xs in zip(units, x)]
@@ -93,14 +96,8 @@ class Staging:
     def least_lost(self, deadline: Deadline, settings: Settings) -> tuple[int | None, list[str] | None, bool]:
         """(a bound on the part's ``L`` if the model is exact, the best selection, whether it is
         the model's optimum); (None, None, False) when nothing was found in time. On a wall clock
-        the MIP first (``MIP_SHARE``: its LP bound and cuts close these knapsacks sooner); a
-        selection it proves optimal is checked in integers, otherwise it hints CP-SAT."""
-        if MIP_SOLVER and not deadline.deterministic:
-            chosen, optimal = self._mip_least_lost(deadline.share(MIP_SHARE))
-            if chosen is not None and self.fits(chosen):
-                self.hint(chosen)
-                if optimal:
-                    return (self.lost_of(chosen) if self.exact else None), chosen, True
+        the MIP's selection (``_mip``) is CP-SAT's hint; CP-SAT proves."""
+        self._mip_hint(deadline)
         self.model.minimize(self.lost)
         solver, status = self._solve(deadline, settings)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -111,10 +108,11 @@ class Staging:
     def least_peaks(self, lost: int, deadline: Deadline, settings: Settings) -> tuple[int | None, list[str] | None]:
         """Among selections that lose at most ``lost`` (a value ``least_lost`` reached), the least
         weighted live-load peaks: (a bound on ``W`` of every plan that loses no more, if the model
-        is exact; the best such selection)."""
+        is exact; the best such selection). The MIP's selection hints CP-SAT, as in ``least_lost``."""
         weights = self.objective.weights(self.part.problem)
         g = math.gcd(*weights.values()) or 1  # the default weights are large (lexicographic); one memory: 1
         terms = [(weights[m] // g, z) for m, z in self.load_peak.items() if weights[m] > 0]
+        self._mip_hint(deadline, lost)
         enforce = self.model.new_bool_var("")
         self.model.add(self.lost <= lost // self.unit).only_enforce_if(enforce)
         self.model.add_assumptions([enforce])
@@ -144,12 +142,31 @@ class Staging:
                 and all(sum(chosen[k] == m for k, m in plus) - sum(chosen[k] == m for k, m in minus) <= rhs
                         for plus, minus, rhs in self.cuts))
 
-    def _mip_least_lost(self, deadline: Deadline) -> tuple[list[str] | None, bool]:
-        """The least-lost selection by the MIP solver (one thread, no gap tolerance): (the
-        selection, whether the solver proved it optimal); (None, False) if none in time."""
+    def peaks_of(self, chosen: Sequence[str]) -> int:
+        """The weighted live-load peaks of a selection, as ``least_peaks`` bounds them."""
+        weights = self.objective.weights(self.part.problem)
+        top: dict[str, int] = {}
+        for m, terms in self.peak_rows:
+            top[m] = max(top.get(m, 0), sum(h for k, h in terms if chosen[k] == m))
+        return sum(weights[m] * v for m, v in top.items())
+
+    def _mip_hint(self, deadline: Deadline, lost: int | None = None) -> None:
+        """On a wall clock, the MIP's selection (``MIP_SHARE`` of the time) as CP-SAT's hint, when
+        it keeps the capacities, the cuts and ``lost`` in integers."""
+        if not MIP_SOLVER or deadline.deterministic:
+            return
+        chosen = self._mip(deadline.share(MIP_SHARE), lost)
+        if chosen is not None and self.fits(chosen) and (lost is None or self.lost_of(chosen) <= lost):
+            self.hint(chosen)
+
+    def _mip(self, deadline: Deadline, lost: int | None = None) -> list[str] | None:
+        """By the MIP solver (one thread, no gap tolerance), the least-lost selection, or with
+        ``lost`` the least weighted live-load peaks among those losing at most that; None if
+        none in time. Only a hint: its optimality is judged in floating point (resnet50 of
+        idealloc at 50 %: SCIP's "optimal" least peaks were 40 bytes above CP-SAT's, 5e-8 of them)."""
         solver = pywraplp.Solver.CreateSolver(MIP_SOLVER)
         if solver is None or deadline.left() <= 0:
-            return None, False
+            return None
         solver.SetTimeLimit(max(1, int(1000 * min(deadline.left(), 1e6))))
         solver.SetSolverSpecificParametersAsString("limits/gap = 0\nlimits/absgap = 0\n")
         y = [{m: solver.BoolVar("") for m in xs} for xs in self.x]
@@ -159,13 +176,22 @@ class Staging:
             solver.Add(sum(h * y[k][m] for k, h in terms) <= cap)
         for plus, minus, rhs in self.cuts:
             solver.Add(sum(y[k][m] for k, m in plus) - sum(y[k][m] for k, m in minus) <= rhs)
-        solver.Minimize(sum(c * y[k][m] for k, r in enumerate(self.coef) for m, c in r.items() if c))
+        lost_expr = sum(c * y[k][m] for k, r in enumerate(self.coef) for m, c in r.items() if c)
+        if lost is None:
+            solver.Minimize(lost_expr)
+        else:
+            solver.Add(lost_expr <= lost // self.unit)
+            weights = self.objective.weights(self.part.problem)
+            g = math.gcd(*weights.values()) or 1
+            z = {m: solver.NumVar(0, solver.infinity(), "") for m, _ in self.peak_rows}
+            for m, terms in self.peak_rows:
+                solver.Add(z[m] >= sum(h * y[k][m] for k, h in terms))
+            solver.Minimize(sum((weights[m] // g) * v for m, v in z.items()))
         with deadline.on_cancel(solver.InterruptSolve):
             status = solver.Solve()
         if status not in (pywraplp.Solver.OPTIMAL, pywraplp.Solver.FEASIBLE):
-            return None, False
-        chosen = [max(ys, key=lambda m: ys[m].solution_value()) for ys in y]
-        return chosen, status == pywraplp.Solver.OPTIMAL
+            return None
+        return [max(ys, key=lambda m: ys[m].solution_value()) for ys in y]
 
     def _solve(self, deadline: Deadline, settings: Settings) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus]:
         solver = cp_model.CpSolver()
