@@ -3,7 +3,7 @@
 Guillotine and pinwheel instances from ``gen_instances`` (800 buffers, live load = 1 MiB at every
 step) get a fast memory of 25 / 50 % of the load before an unbounded slow one (fast-first, benefit
 = size). Per row, one process, one thread each: ``Staging.least_lost`` with CP-SAT alone
-(``MIP_SOLVER`` off) and with the MIP first (``MIP_SHARE`` of the limit, then CP-SAT hinted), each
+(``MIP_SOLVER`` off) and with the MIP first (``MIP_SHARE`` of the limit; its selection hints CP-SAT, which proves), each
 under the same wall-clock limit: whether the least lost benefit was proven, its value and bound,
 CPU seconds (building the model included). The tuning set for ``optplan.solvers.selection``'s MIP,
 not the benchmark rows.
