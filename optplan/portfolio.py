@@ -68,9 +68,11 @@ SEARCH_FIRST = 0.2
 # costs about this per pair (S_1, 48M pairs: 0.6-1 s; 62k S_1-shaped, 114M: 2.6-3.9 s; 1M, 1.7G: > 95 s)
 DIVE_SECONDS_PER_PAIR = 3e-8
 # steps of lower priority (nice) for what races beside the search in feasibility mode (``_SearchRace``):
-# the search keeps its core on a busy machine, the rest still gets a share (nice 5: about a third of a
-# competing task's)
-RACE_NICE = 5
+# the rest takes the CPU the search leaves (an idle core), not the search's. Nice 5 was not enough where
+# the kernel groups a session's processes (autogroup: the search child and the rest share one group's
+# CPU): minimalloc C at load 6.5, auto - search +1.0 s with nice 5, -0.2/-0.3 s with 19
+RACE_NICE = 19
+RACE_GRACE = 1.0  # seconds past the deadline the answer waits for a rest starved at that priority
 EARLY_SHARE = 0.85  # of the time left: the early search's limit (validating and sending 28k placements back takes seconds at load 15)
 # of a part's time where units choose memories: the staging relaxation and its selections packed exactly
 STAGING_SHARE = 0.8
@@ -278,8 +280,9 @@ class _SearchRace:
         """``rest()`` on a thread of lower priority (``RACE_NICE``), and the threads it starts (CP-SAT's,
         the heuristics'): on a busy machine the search keeps the core it has when run alone (on
         minimalloc A at load 1.5-2.7 the search took 3.4-4.0 s beside CP-SAT at equal priority, 1.8 s
-        alone). None when the search settled first: the rest is halted and winds down on its own
-        (a model being built, a member's answer) instead of holding the answer back."""
+        alone). None when the search settled first, or the rest is still running ``RACE_GRACE``
+        after the deadline: halted or out of time, it winds down on its own (a model being built, a
+        member's answer) instead of holding the answer back."""
         out: list[Result | BaseException] = []
 
         def run() -> None:
@@ -292,7 +295,7 @@ class _SearchRace:
                 self.done.set()
 
         threading.Thread(target=run, daemon=True, name="optplan-race-rest").start()
-        self.done.wait()
+        self.done.wait(self.rest.left() + RACE_GRACE if self.rest.limited else None)
         if not out:
             return None
         if isinstance(out[0], BaseException):
@@ -309,7 +312,7 @@ class _SearchRace:
     def settle(self, result: Result | None) -> Result:
         """The answer: ``result`` (the rest's) if it settled the question, else the search's."""
         if result is None:
-            result = Result(None, message="the search settled it first")
+            result = Result(None, message=self.rest.cancelled or "time limit reached")  # (or the search's answer below)
         if result.placements is not None or result.proven_infeasible:
             self.searching.halt()
         self.watcher.join()
