@@ -683,3 +683,23 @@ def test_restart_orderings_are_seeded_and_differ() -> None:
     assert np.array_equal(perms[0], engine.fresh(inst, 0, 0).perm)  # the same run repeats
     assert len({perm.tobytes() for perm in perms}) == 4
     assert not np.array_equal(perms[0], engine.fresh(inst, 1, 0).perm)
+
+
+def test_every_other_restart_runs_without_the_forced_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The forced-section rule changes which branch comes first; odd restarts drop it to diversify."""
+    problem = Problem(tuple(Buffer(f"b{i}", 1 + i % 3, i, i + 3) for i in range(12)), (Memory("m"),))
+    inst = build(problem, "m", list(problem.units))
+    assert [engine.fresh(inst, 0, k).forced for k in range(4)] == [True, False, True, False]
+    seen = []
+    search = kernel.search
+
+    def spy(a, rules, *args):  # type: ignore[no-untyped-def]
+        seen.append(rules.forced)
+        return search(a, rules, *args)
+
+    monkeypatch.setattr(engine.kernel, "search", spy)
+    for k in range(2):
+        status, _ = engine._run(engine.fresh(inst, 0, k), inst.n, 1 << 40, Deadline(None), np.zeros(1, np.int64), None, 1000,
+                                engine.Stats())
+        assert status == kernel.FOUND
+    assert seen == [True, False]

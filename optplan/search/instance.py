@@ -182,6 +182,7 @@ class Ordered:
         self.table: np.ndarray | None = None  # the search's failed-state table and its random words (engine.table_of)
         self.zob: np.ndarray | None = None
         self.seed: tuple[int, ...] = (0,)  # of the random words: a run repeats with the same seed
+        self.forced = True  # the kernel's forced-section rule on for this ordering's runs (engine.fresh)
 
     @property
     def arrays(self) -> kernel.Arrays:
