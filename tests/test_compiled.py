@@ -72,13 +72,13 @@ def same(problem: Problem, order, policy: str) -> None:
         assert greedy_scored(problem, order, policy, objective)[0] == score(problem, ref.placements, objective)
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(problems(), st.sampled_from(ORDERS), st.sampled_from(["first", "best", "heap"]))
 def test_compiled_greedy_places_as_the_reference(problem: Problem, order, policy: str) -> None:
     same(problem, order(problem), policy)
 
 
-@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(problems(fixed=False), st.sampled_from(["banked", "recycle"]))
 def test_compiled_banked_greedy_and_recycle_place_as_the_reference(problem: Problem, which: str) -> None:
     planner, reference = (banked_greedy, banked_greedy_reference) if which == "banked" else (recycle, recycle_reference)
@@ -87,7 +87,7 @@ def test_compiled_banked_greedy_and_recycle_place_as_the_reference(problem: Prob
     assert fast.stats == ref.stats and fast.message == ref.message
 
 
-@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(problems(), st.sampled_from([staging._vela, staging._fastest_fit]))
 def test_compiled_staging_places_as_the_reference(problem: Problem, select) -> None:
     fast, ref = staging.stage(problem, select), staging.stage(problem, select, reference=True)
@@ -125,7 +125,7 @@ def _weighted_peaks(problem: Problem, off: np.ndarray, where: np.ndarray) -> int
     return sum(weights[m] * int((off + a.top)[(where == k) & stored].max(initial=0)) for k, m in enumerate(a.names))
 
 
-@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(problems(), st.sampled_from(ORDERS))
 def test_a_pass_stops_exactly_when_its_peaks_reach_the_bound(problem: Problem, order) -> None:
     idx = compiled.indices(problem, order(problem))
@@ -149,7 +149,7 @@ def _first_fit_orders_reference(problem: Problem, objective: str | None) -> tupl
     return best, best_name
 
 
-@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(problems(), st.sampled_from([None, *Objective.NAMES]))
 def test_first_fit_orders_stopping_early_keeps_the_plan_of_every_order_in_full(problem: Problem, objective) -> None:
     fast = first_fit_orders.__wrapped__(problem, Deadline(None), objective)  # type: ignore[attr-defined]
@@ -167,7 +167,7 @@ def test_first_fit_orders_stops_losing_orders_at_scale(seed: int) -> None:
     assert fast.stats.get("stopped")  # the losing orders stop before their last unit here
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 30), st.integers(1, 12), st.integers(1, 50)), max_size=60),
        st.sampled_from([2, 3, 32]))
 def test_skylines_answer_as_a_dense_array(raises, chunk: int) -> None:
@@ -189,7 +189,7 @@ def test_skylines_answer_as_a_dense_array(raises, chunk: int) -> None:
                 assert compiled._sky_max(q, a, b, dm, dr, cs) == dense[q, a:b].max(), (q, a, b)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(problems(fixed=False))
 def test_compiled_banked_greedy_does_not_depend_on_the_skylines_chunks(problem: Problem) -> None:
     off, where, failed, nobj = compiled.banked(problem)

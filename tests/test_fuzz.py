@@ -19,7 +19,7 @@ from optplan.errors import OptplanError
 from optplan.formats import read_placements, read_problem
 from optplan.problem import Buffer, Problem
 
-FUZZ = settings(max_examples=200, derandomize=True, deadline=None, database=None,
+FUZZ = settings(max_examples=200, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 DIR = Path(tempfile.mkdtemp(prefix="optplan-fuzz-"))  # one directory for every example
 PARSER = _parser()  # parsing leaves no state behind in the parser
