@@ -15,7 +15,10 @@ is stopped at the deadline (SIGINT first: CBC then reports its best solution), k
 ``fork_member``: a portfolio member (a Python function) in a forked process of its own group,
 racing the members of this process. It runs on a copy of its Deadline: cancelling or halting
 the original stops the copy (a shared flag), so a signal here stops it and it returns its best
-answer; it ignores the terminal's signals itself, and leaves when this process dies.
+answer; it ignores the terminal's signals itself, and leaves when this process dies. What it hands
+over with ``report(value)`` while it runs reaches the parent's ``partial`` callback at once, so
+a member killed at its deadline still leaves what it had finished (the heuristic stage: a compiled
+pass cannot be interrupted).
 """
 
 from __future__ import annotations
@@ -91,10 +94,11 @@ def run_child(args: Sequence[str], deadline: Deadline, grace: float = 1.0, stop:
 class Member:
     """A function running in a forked process (``fork_member``); ``result()`` waits for its value."""
 
-    def __init__(self, target: Callable[[Deadline], Any], deadline: Deadline, grace: float) -> None:
+    def __init__(self, target: Callable[[Deadline], Any], deadline: Deadline, grace: float,
+                 partial: Callable[[Any], None] | None = None) -> None:
         ctx = mp.get_context("fork")
         self.flag = ctx.RawValue("b", 0)
-        self.deadline, self.grace = deadline, grace
+        self.deadline, self.grace, self.partial = deadline, grace, partial
         recv, send = ctx.Pipe(duplex=False)
         self.recv = recv
         self.proc = ctx.Process(target=_member_main, args=(target, deadline, self.flag, send, os.getpid()), daemon=True)
@@ -116,19 +120,28 @@ class Member:
 
     def result(self) -> Any:
         """The member's return value; None if it died or raised (then ``error`` says why). It is
-        killed when it outlives its deadline by ``grace`` seconds."""
+        killed when it outlives its deadline by ``grace`` seconds. Each value it passed to ``report``
+        goes to ``partial`` (on this thread) as it arrives."""
         self.error: str | None = None
         value = None
         try:
-            while not self.recv.poll(0.05):
-                if not self.proc.is_alive() or (self.deadline.left() <= 0 and self._late()):
-                    break
-            if self.recv.poll(0):
-                kind, value = self.recv.recv()
+            while True:
+                if not self.recv.poll(0.05):
+                    if self.proc.is_alive() and not (self.deadline.left() <= 0 and self._late()):
+                        continue
+                    if not self.recv.poll(0):  # (it may have answered just before it ended)
+                        self.error = "the member's process ended without an answer"
+                        break
+                kind, got = self.recv.recv()
+                if kind == "partial":
+                    if self.partial is not None:
+                        self.partial(got)
+                    continue
                 if kind == "error":
-                    self.error, value = value, None
-            else:
-                self.error = "the member's process ended without an answer"
+                    self.error = got
+                else:
+                    value = got
+                break
         except (EOFError, OSError) as e:
             self.error = f"the member's process ended without an answer ({type(e).__name__})"
         finally:
@@ -148,9 +161,21 @@ class Member:
         return time.perf_counter() - self._over_since > self.grace
 
 
-def fork_member(target: Callable[[Deadline], Any], deadline: Deadline, grace: float = 2.0) -> Member:
-    """Start ``target(copy of deadline)`` in a forked process (see the module's docstring)."""
-    return Member(target, deadline, grace)
+def fork_member(target: Callable[[Deadline], Any], deadline: Deadline, grace: float = 2.0,
+                partial: Callable[[Any], None] | None = None) -> Member:
+    """Start ``target(copy of deadline)`` in a forked process (see the module's docstring);
+    ``partial`` receives, in this process, each value the member passes to ``report``."""
+    return Member(target, deadline, grace, partial)
+
+
+_reporting: list[Callable[[Any], None]] = []  # in a member: how ``report`` reaches the parent
+
+
+def report(value: Any) -> None:
+    """From within a member (any thread of it): hand ``value`` to the parent's ``partial`` now."""
+    if not _reporting:
+        raise RuntimeError("report() outside a forked member")
+    _reporting[0](value)
 
 
 def _member_main(target: Callable[[Deadline], Any], deadline: Deadline, flag: Any, send: Any, parent: int) -> None:
@@ -176,10 +201,17 @@ def _member_main(target: Callable[[Deadline], Any], deadline: Deadline, flag: An
             time.sleep(0.05)
 
     threading.Thread(target=watch, daemon=True, name="optplan-member-watch").start()
+    sending = threading.Lock()  # one message at a time through the pipe, whichever thread reports
+
+    def put(message: tuple[str, Any]) -> None:
+        with sending:
+            send.send(message)
+
+    _reporting[:] = [lambda value: put(("partial", value))]
     try:
-        send.send(("ok", target(deadline)))
+        put(("ok", target(deadline)))
     except BaseException as e:  # noqa: BLE001 - reported to the parent, which keeps going without us
-        send.send(("error", f"{type(e).__name__}: {e}"))
+        put(("error", f"{type(e).__name__}: {e}"))
     send.close()
 
 

@@ -178,3 +178,57 @@ def test_auto_without_kernels_starts_no_heuristic_after_its_share(monkeypatch: p
     assert plan.found and validate(_generated(4000), plan.placements) == []
     skipped = plan.stats["heuristics_not_run"]
     assert skipped and all(why.startswith("not run: time limit reached") or why.startswith("skipped") for why in skipped.values())
+
+
+def _two_memories(n: int) -> Problem:
+    from optplan.problem import Memory
+
+    p = _generated(n)
+    return Problem(p.buffers, (Memory("fast", 4 * max(b.size for b in p.buffers)), Memory("slow")))
+
+
+def test_heuristics_apart_hand_back_the_plans_made_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The heuristic stage in a forked member (``apart``) returns the plans (memories and offsets,
+    buffer for buffer) and the reasons that running them here gives."""
+    from optplan.heuristics import run
+
+    p = _two_memories(300)
+    monkeypatch.setattr(run, "APART_UNITS", 0)
+    assert run.apart(p, Deadline(60.0)) and not run.apart(p, Deadline(None)) and not run.apart(p, Deadline(60.0, True))
+    apart, apart_errors = run.run_heuristics(p, Deadline(60.0), improve=False)
+    here, errors = run._run(p, Deadline(60.0), improve=False)
+    assert [q.planner for q in apart] == [q.planner for q in here] and len(here) > 5
+    assert {q.planner: q.placements for q in apart} == {q.planner: q.placements for q in here}
+    assert {q.planner: (q.status, q.peak, q.objective_value) for q in apart} == \
+        {q.planner: (q.status, q.peak, q.objective_value) for q in here}
+    assert apart_errors == errors
+
+
+def test_a_heuristic_pass_that_outlasts_the_deadline_is_killed_and_the_earlier_plans_kept(monkeypatch) -> None:
+    """Issue 19 §2: a compiled pass cannot be interrupted. A pass that ignores its deadline (here
+    position-greedy sleeping for 120 s, as a compiled pass on a huge problem at load) is killed with
+    the heuristics' process at the deadline; the plans finished before it (naive's) come back, and
+    ``auto`` answers with the best of them, validated, and says which heuristic was stopped."""
+    from optplan.heuristics import run
+
+    solve = planners.solve
+
+    def slow(problem, name, **options):
+        if name == "position-greedy":
+            time.sleep(120)
+        return solve(problem, name, **options)
+
+    p = _generated(400)
+    monkeypatch.setattr(run, "APART_UNITS", 0)
+    monkeypatch.setattr(run, "heuristic_names", lambda: ["naive", "position-greedy", "greedy-size"])
+    monkeypatch.setattr(planners, "solve", slow)
+    plans, errors = run.run_heuristics(p, Deadline(3.0), workers=1, improve=False)
+    assert [q.planner for q in plans] == ["naive"] and validate(p, plans[0].placements) == []
+    stopped = "time limit reached before it ended (stopped with the heuristics' process)"
+    assert errors == {"position-greedy": stopped, "greedy-size": stopped}
+
+    plan = solve(p, "auto", time_limit=3.0, workers=1)
+    assert plan.found and validate(p, plan.placements) == []
+    assert plan.stats["warm_start"] == "naive" and plan.stats["heuristics_not_run"]["position-greedy"] == stopped
+    assert plan.objective_value <= plans[0].objective_value
+

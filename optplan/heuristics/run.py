@@ -6,15 +6,21 @@ importing the portfolio, which sits above them.
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import replace
+
+import numpy as np
 
 from optplan import jit, planners
 from optplan.deadline import Deadline
+from optplan.lifecycle import fork_member, report
 from optplan.objective import Objective
-from optplan.plan import Plan
+from optplan.plan import Placement, Plan
 from optplan.planners import heuristic_names
-from optplan.problem import Problem
+from optplan.problem import Problem, gc_paused
 
 IMPROVING_DEFAULT = 1.0  # seconds an improving heuristic takes when run on its own (hill-climb's default)
 CHEAP = 1.0  # CPU seconds: while the constructive heuristics together took less, every one runs whatever the limit
@@ -28,8 +34,6 @@ def pilot_order(problem: Problem, names: list[str], seed: int = 0) -> list[str]:
     of consecutive starts around the step where the load bound is reached (then faster first).
     On a million buffers each heuristic costs seconds and only some fit the limit: the slice
     says which to run first, for a second or two."""
-    import numpy as np
-
     from optplan.bounds import lower_bounds
 
     order = np.argsort(problem.columns.start, kind="stable")
@@ -45,6 +49,12 @@ def pilot_order(problem: Problem, names: list[str], seed: int = 0) -> list[str]:
         except Exception:  # noqa: BLE001 - it fails on the whole problem too: last
             rank[name] = (True, 0, float("inf"))
     return sorted(names, key=rank.__getitem__)
+# above this many units, under a wall-clock limit, the heuristics run in a process killed at the
+# deadline (``apart``): a compiled pass cannot be interrupted, and on idealloc/S_1 (28.5k units) one
+# of 0.3-0.5 CPU s took 4.2 s wall at load 6 (auto 2.8 s over a 5 s limit); below it a pass takes
+# under 0.1 s, less than a fork and the plans' transfer
+APART_UNITS = 5000
+APART_GRACE = 0.05  # seconds past the deadline before the killing: the heuristics check it between passes only
 CONSTRUCTIVE_SHARE = 0.5  # without compiled kernels: of a limited deadline, after which no heuristic starts
 
 
@@ -55,6 +65,74 @@ def improving(name: str) -> bool:
 
 def run_heuristics(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1,
                    improve: bool = True, objective: Objective | None = None) -> tuple[list[Plan], dict[str, str]]:
+    """``_run`` (below), in a forked process killed at ``deadline`` (``apart``) when a compiled pass
+    could outlast it: every plan finished by then is kept, the heuristics not finished are
+    reported as stopped. Otherwise here."""
+    if not apart(problem, deadline):
+        return _run(problem, deadline, seed, workers, improve, objective)
+    return _run_apart(problem, deadline, seed, workers, improve, objective)
+
+
+def apart(problem: Problem, deadline: Deadline) -> bool:
+    """Whether the heuristics run in a member process: under a wall-clock limit, on more than
+    ``APART_UNITS`` units, where processes fork, with the kernels compiled (pure-Python passes
+    poll the deadline themselves)."""
+    return (len(problem.units) > APART_UNITS and deadline.limited and not deadline.deterministic
+            and "fork" in mp.get_all_start_methods() and not jit.not_compiled())
+
+
+def _run_apart(problem: Problem, deadline: Deadline, seed: int, workers: int, improve: bool,
+               objective: Objective | None) -> tuple[list[Plan], dict[str, str]]:
+    """``_run`` in a forked member that hands over each plan as it is finished (its placements as
+    two arrays: a plan of 28.5k buffers pickles in 0.15 CPU s, its arrays in 6 ms), killed
+    ``APART_GRACE`` seconds after ``deadline``."""
+    for group in ("validate", "heuristics"):  # loaded here, once, before the fork: numba's start costs 0.5 CPU s
+        if jit.compiled(group):
+            jit.warmup([group])
+    plans: dict[str, Plan] = {}
+    member = fork_member(lambda d: _run(problem, d, seed, workers, improve, objective,
+                                        deliver=lambda plan: report(_packed(problem, plan)))[1],  # (the plans are sent)
+                         deadline, grace=APART_GRACE, partial=lambda packed: _take(problem, packed, plans))
+    errors: dict[str, str] = member.result() or {}
+    why = f"{deadline.cancelled or 'time limit reached'} before it ended (stopped with the heuristics' process)" \
+        if member.error is None or deadline.expired() else f"the heuristics' process failed: {member.error}"
+    for name in _names(problem):
+        if name not in plans and name not in errors:
+            errors[name] = why
+    return [plans[n] for n in _names(problem) if n in plans], errors
+
+
+def _packed(problem: Problem, plan: Plan) -> tuple[Plan, np.ndarray | None, np.ndarray | None]:
+    """``plan`` without its placements, and its memory indices and offsets in buffer order."""
+    if not plan.placements:
+        return plan, None, None
+    index = {m: i for i, m in enumerate(problem.memory_names)}
+    got = [plan.placements[b] for b in problem.columns.ids]
+    return (replace(plan, placements={}), np.fromiter((index[p.memory] for p in got), np.int32, len(got)),
+            np.fromiter((p.offset for p in got), np.int64, len(got)))
+
+
+def _take(problem: Problem, packed: tuple[Plan, np.ndarray | None, np.ndarray | None], plans: dict[str, Plan]) -> None:
+    plan, where, offset = packed
+    if where is not None and offset is not None:
+        names = problem.memory_names
+        with gc_paused():
+            placements = dict(zip(problem.columns.ids, map(Placement, map(names.__getitem__, where.tolist()), offset.tolist())))
+        plan = replace(plan, placements=placements)
+    plans[plan.planner] = plan
+
+
+def _names(problem: Problem) -> list[str]:
+    """The heuristics that take ``problem``, in registry order."""
+    names = heuristic_names()
+    if problem.concurrent:  # vector clocks: only the heuristics that handle them
+        names = [n for n in names if planners.get(n).clocks]  # type: ignore[attr-defined]
+    return names
+
+
+def _run(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1, improve: bool = True,
+         objective: Objective | None = None,
+         deliver: Callable[[Plan], None] | None = None) -> tuple[list[Plan], dict[str, str]]:
     """The constructive heuristics on ``workers`` threads (the compiled kernels release the GIL),
     in registry order (above ``PILOT_UNITS`` units with a limit: best first on a slice), each on
     ``deadline`` as if run alone with it (a pass that would end late is not started), budgeted by
@@ -78,11 +156,10 @@ def run_heuristics(problem: Problem, deadline: Deadline, seed: int = 0, workers:
     the time did not reach, is reported in the second value instead. A deterministic deadline:
     every constructive heuristic runs, and the improving ones get the same parts in deterministic
     seconds, with the constructive ones' cost counted as 0 (their wall time varies with the load;
-    the result must not). A cancelled deadline stops the improving ones at once.
+    the result must not). A cancelled deadline stops the improving ones at once. ``deliver`` is
+    given each plan as it is made (on the thread that made it).
     """
-    names = heuristic_names()
-    if problem.concurrent:  # vector clocks: only the heuristics that handle them
-        names = [n for n in names if planners.get(n).clocks]  # type: ignore[attr-defined]
+    names = _names(problem)
     constructive = [n for n in names if not improving(n)]
     first = deadline.share(CONSTRUCTIVE_SHARE) if jit.not_compiled() and deadline.limited else deadline
     if (len(problem.units) > PILOT_UNITS and deadline.limited and not deadline.deterministic and not problem.concurrent
@@ -98,6 +175,8 @@ def run_heuristics(problem: Problem, deadline: Deadline, seed: int = 0, workers:
         t, c = time.perf_counter(), time.thread_time()
         try:
             results[name] = planners.solve(problem, name, seed=seed, objective=objective, deadline=budget)
+            if deliver is not None:
+                deliver(results[name])
         except Exception as e:  # noqa: BLE001 - reported in the plan's stats
             errors[name] = f"{type(e).__name__}: {e}"
         cpu.append(time.thread_time() - c)
