@@ -74,6 +74,15 @@ class Deadline:
             node = node.parent
         return node is part
 
+    def wall_left(self) -> float:
+        """Wall seconds to the end of the whole limit (the root's, counted from its making), in
+        deterministic mode too: there it is the guard that keeps a run near the limit's wall time
+        (a guarded run says so: it may not repeat). ``inf`` without a limit, 0 once cancelled."""
+        root = self.root
+        if root.reason is not None:
+            return 0.0
+        return max(root.end - time.perf_counter(), 0.0) if root.limited else math.inf
+
     def seconds_left(self) -> float | None:
         """``left()`` as the float-or-None seconds of APIs that take no Deadline (the vector-clock
         models); None without a limit."""

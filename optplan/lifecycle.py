@@ -58,9 +58,9 @@ def run_child(args: Sequence[str], deadline: Deadline, grace: float = 1.0, stop:
               log: IO | None = None, late: float = 0.0, wall: float | None = None,
               env: dict[str, str] | None = None) -> tuple[int, bool]:
     """Run ``args`` (in ``env``, default this process's) to its end, or a wall-clock deadline (+ ``late``
-    seconds: the child's own limit should fire first), its cancellation or ``wall`` seconds (a
-    deterministic deadline's cap); then ``stop`` its group, and SIGKILL after ``grace``. Returns its
-    exit code and whether it was stopped."""
+    seconds: the child's own limit should fire first) or its cancellation, then ``stop`` its group,
+    and SIGKILL after ``grace``; or ``wall`` seconds (a deterministic deadline's cap, whose answer
+    the caller drops), then SIGKILL at once. Returns its exit code and whether it was stopped."""
     proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log or subprocess.DEVNULL,
                             stderr=subprocess.STDOUT if log else subprocess.DEVNULL, start_new_session=True, env=env)
     with _lock:
@@ -73,13 +73,14 @@ def run_child(args: Sequence[str], deadline: Deadline, grace: float = 1.0, stop:
                 return proc.wait(timeout=0.05), sent is not None
             except subprocess.TimeoutExpired:
                 pass
-            over = (deadline.cancelled is not None or (wall is not None and time.perf_counter() - start > wall)
+            capped = wall is not None and time.perf_counter() - start > wall and deadline.cancelled is None
+            over = (deadline.cancelled is not None or capped
                     or (deadline.limited and not deadline.deterministic and deadline.left() <= 0))
             if sent is None and over:
-                late_ok = deadline.cancelled is None and late > 0
+                late_ok = deadline.cancelled is None and late > 0 and not capped
                 if late_ok and time.perf_counter() < deadline.end + late:
                     continue
-                _signal_group(proc.pid, stop)
+                _signal_group(proc.pid, signal.SIGKILL if capped else stop)
                 sent = time.perf_counter()
             elif sent is not None and time.perf_counter() - sent > grace:
                 _signal_group(proc.pid, signal.SIGKILL)

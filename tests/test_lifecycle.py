@@ -232,3 +232,15 @@ def test_a_heuristic_pass_that_outlasts_the_deadline_is_killed_and_the_earlier_p
     assert plan.stats["warm_start"] == "naive" and plan.stats["heuristics_not_run"]["position-greedy"] == stopped
     assert plan.objective_value <= plans[0].objective_value
 
+
+def test_a_deterministic_deadline_still_knows_the_wall_time_of_its_limit() -> None:
+    """``wall_left``: the guard that keeps a deterministic run near its limit's wall time counts from
+    the root's making, for every part (whatever deterministic seconds they were given), and is 0
+    once cancelled; a deadline without a limit has no end."""
+    root = Deadline(100.0, deterministic=True)
+    part = root.part(5.0)
+    part.spend(5.0)
+    assert part.expired() and 90.0 < part.wall_left() <= 100.0 and root.wall_left() >= part.wall_left()
+    assert Deadline(None, deterministic=True).part(1.0).wall_left() == float("inf")
+    root.cancel("interrupted")
+    assert part.wall_left() == 0.0

@@ -279,3 +279,21 @@ def test_cli_export_and_import(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert max(pl.offset + p.buffer(b).size for b, pl in placements.items()) == 12  # b and c live together
     assert main(["import-solution", str(problem), str(tmp_path / "missing.sol"), "-o", str(tmp_path / "x.json")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("solver", ["milp-cbc", "milp-highs"])
+def test_a_deterministic_mip_stopped_by_its_wall_cap_keeps_the_warm_start_every_time(shared, monkeypatch, solver) -> None:
+    """Issue 19 §2: a deterministic MIP run capped in wall time (here 0.8 s, far below minimalloc A's
+    root: CBC spent 32 s there) is killed and its answer dropped: the heuristic warm start is the
+    plan, the same on every capped run, and the plan says it was capped (SIGINT let CBC hand over
+    whatever it had reached by then)."""
+    from optplan.deadline import Deadline
+
+    p = read_problem(shared / "minimalloc" / "A.1048576.csv")
+    monkeypatch.setattr(milp, "MIP_WALL_CAP", (0.0, 0.8))
+    plans = [planners.solve(p, solver, time_limit=5, deterministic=True, seed=1) for _ in range(2)]
+    warm = milp.best_heuristic(p, Deadline(None))
+    for plan in plans:
+        assert plan.stats["deterministic_wall_capped"] == 1 and milp.CAPPED in plan.stats["mip_status"]
+        assert plan.placements == warm and validate(p, plan.placements) == []
+    assert plans[0].placements == plans[1].placements and plans[0].message == plans[1].message

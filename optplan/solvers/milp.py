@@ -86,11 +86,14 @@ LOST_STAGE = "(lost benefit)"  # the stage after the peaks' under min-peak: the 
 BYTES_PER_PAIR = 2500
 BUILD_SECONDS_PER_PAIR = 5e-4
 # Deterministic mode: branch-and-bound nodes per deterministic second (single thread), instead of a
-# wall-clock limit, and a wall cap of the budget + 1 s (reported when it fires). A node budget does not
-# bound the root: CBC spent 32 s there on minimalloc A (7 nodes, the warm start kept) at 5 s with a cap
-# of 10x + 5 s; a capped run keeps the warm start as often, now in about the time of the limit.
+# wall-clock limit, and a wall cap: the budget + 1 s, and no later than the limit's own wall time
+# (``Deadline.wall_left``: minimalloc E's two parts, each capped at its budget + 1 s, took 8-10 s
+# at 5 s). A node budget does not bound the root: CBC spent 32 s there on minimalloc A (7 nodes).
+# A capped solver is killed at once and its answer dropped (SIGINT let CBC hand over what it had
+# after up to 2 s, different on every run): the warm start stays, the same plan on every capped run.
 MIP_NODES_PER_SECOND = 100
 MIP_WALL_CAP = (1.0, 1.0)  # (times the budget, plus seconds)
+CAPPED = "stopped by the wall-clock cap of a deterministic run (its answer dropped)"
 EXACT_LIMIT = 1e12  # largest model objective a MIP solver (doubles) still resolves to one unit
 
 
@@ -531,7 +534,9 @@ def run(model: Model, solver: str, deadline: Deadline, workers: int = 1, seed: i
         seconds, workers = None, 1
         if deadline.limited:
             nodes = max(1, int(deadline.left() * MIP_NODES_PER_SECOND))
-            wall = MIP_WALL_CAP[0] * deadline.left() + MIP_WALL_CAP[1]
+            wall = min(MIP_WALL_CAP[0] * deadline.left() + MIP_WALL_CAP[1], deadline.wall_left())
+            if wall <= _STARTUP[solver]:  # it could not even start: the limit's wall time is up
+                return Outcome(None, status=CAPPED, stats={"deterministic_wall_capped": 1})
     if solver == "highs":
         out = _run_highs(model, deadline, seconds, gap_abs, workers, seed, warm, nodes, wall)
     else:
@@ -574,18 +579,16 @@ def _run_cbc(model: Model, deadline: Deadline, seconds: float | None, gap_abs: f
         with open(log, "w", encoding="utf-8") as f:
             asked = deadline.part(deadline.left() - window) if window else deadline
             _, stopped = run_child(args, asked, grace=window or 2.0, stop=signal.SIGINT, log=f, wall=wall)
+        if stopped and wall is not None and not deadline.cancelled:
+            return Outcome(None, status=CAPPED, stats={"deterministic_wall_capped": 1})
         if not os.path.exists(sol):
-            return Outcome(None, status="interrupted" if deadline.cancelled else "killed: CBC ignored the time limit",
-                           stats={"deterministic_wall_capped": 1} if wall is not None else {})
+            return Outcome(None, status="interrupted" if deadline.cancelled else "killed: CBC ignored the time limit")
         status, values, _, _, _, sol_status = s.readsol_MPS(sol, lp, variables, var_names, con_names)
         lp.assignVarsVals(values)
         lp.assignStatus(status, sol_status)
         with open(log, encoding="utf-8", errors="replace") as f:
             text = f.read()
-    out = _cbc_outcome(model, text)
-    if stopped and wall is not None and not deadline.cancelled:
-        out.stats["deterministic_wall_capped"] = 1
-    return out
+    return _cbc_outcome(model, text)
 
 
 def _run_highs(model: Model, deadline: Deadline, seconds: float | None, gap_abs: float, workers: int, seed: int,
@@ -614,10 +617,11 @@ def _run_highs(model: Model, deadline: Deadline, seconds: float | None, gap_abs:
                                       deadline, stop=signal.SIGKILL, log=f, late=0.5, wall=wall)
             f.seek(0)
             err = f.read().strip().splitlines()[-1:]
+        if stopped and wall is not None and not deadline.cancelled:
+            return Outcome(None, status=CAPPED, stats={"deterministic_wall_capped": 1})
         if code != 0 or not os.path.exists(res):
             if deadline.cancelled or stopped:
-                why = "interrupted" if deadline.cancelled else "killed: HiGHS ignored the time limit"
-                return Outcome(None, status=why, stats={"deterministic_wall_capped": 1} if wall is not None else {})
+                return Outcome(None, status="interrupted" if deadline.cancelled else "killed: HiGHS ignored the time limit")
             raise RuntimeError(f"HiGHS child process failed: {err or code}")
         with open(res, encoding="utf-8") as f:
             r = json.load(f)
@@ -725,6 +729,8 @@ def solve_part(part: Part, solver: str, deadline: Deadline, objective: Objective
             first_bound = out.bound
     last = outs[-1]
     stats.update(last.stats, mip_status=", ".join(o.status for o in outs), mip_seconds=round(time.perf_counter() - t0, 3))
+    if any("deterministic_wall_capped" in o.stats for o in outs):
+        stats["deterministic_wall_capped"] = 1
     if first_bound is not None and model.factor is not None:
         stats["mip_bound"] = first_bound * part.scale * model.factor  # on the weighted peaks, in bytes
     if choices is None:
