@@ -25,7 +25,7 @@ from optplan.problem import Buffer, Gap, Memory, Problem, RelativePlacement
 from optplan.validate import validate
 
 HEURISTICS = ["naive", "position-greedy", "greedy-size", "greedy-breadth", "greedy-conflicts", "linear-scan",
-              "best-fit-heap", "first-fit-orders", "hill-climb", "recycle", "banked-greedy"]
+              "best-fit-heap", "first-fit-orders", "peak-stack", "hill-climb", "recycle", "banked-greedy"]
 
 
 def at(*offsets: tuple[str, int]) -> dict[str, Placement]:

@@ -18,7 +18,7 @@ from optplan.problem import Buffer, Memory, Problem, RelativePlacement
 from optplan.validate import validate
 
 HEURISTICS = ["naive", "position-greedy", "greedy-size", "greedy-breadth", "greedy-conflicts", "linear-scan",
-              "best-fit-heap", "first-fit-orders", "hill-climb", "recycle", "banked-greedy", "vela-staging",
+              "best-fit-heap", "first-fit-orders", "peak-stack", "hill-climb", "recycle", "banked-greedy", "vela-staging",
               "executorch-fastest-fit"]
 OPTIONS = {"hill-climb": {"iterations": 30, "seed": 0}}
 
@@ -329,3 +329,29 @@ def test_hill_climb_known_answer():
     assert run(p, "greedy-size").peak["mem"] == 10
     plan = planners.solve(p, "hill-climb", iterations=50, seed=0)
     assert plan.peak["mem"] == 9 and plan.status is Status.OPTIMAL
+
+
+def test_peak_stack_known_answer():
+    # live bytes: step 0 e = 3, step 1 d + e = 6, step 2 a + d = 7, step 3 b + d = 6, step 4 b + c = 7.
+    # The first peak step is 2: d (earlier start) at 0, a at 3; then by size c at 0, e above d at 3,
+    # b above d and c at 4: peak 7 = the bound. The other orders put a or c low and end at 10.
+    p = Problem(buffers(("a", 4, 2, 3), ("b", 3, 3, 5), ("c", 4, 4, 5), ("d", 3, 1, 4), ("e", 3, 0, 2)))
+    plan = run(p, "peak-stack")
+    assert offsets(plan) == {"a": 3, "b": 4, "c": 0, "d": 0, "e": 3}
+    assert plan.status is Status.OPTIMAL and plan.peak["mem"] == 7
+    assert run(p, "greedy-size").peak["mem"] == 10 and run(p, "first-fit-orders").peak["mem"] == 10
+
+
+@given(st.lists(st.tuples(st.integers(0, 8), st.integers(0, 6), st.integers(1, 4)), min_size=1, max_size=12))
+def test_peak_stack_packs_the_peak_step_without_a_hole(rows):
+    p = Problem(buffers(*((f"b{i}", size, s, s + n) for i, (size, s, n) in enumerate(rows))))
+    order = orders.by_peak(p)
+    live = {t: sum(b.size for b in p.buffers if b.start <= t < b.end) for t in range(11)}
+    step = max(live, key=lambda t: (live[t], -t))  # the first step of most live bytes
+    alive = [b for b in p.buffers if b.start <= step < b.end and b.size]
+    first = [p.units[i].root for i in order[:len(alive)]]
+    assert sorted(first) == sorted(b.id for b in alive)
+    assert [(p.buffer(i).start, p.buffer(i).end) for i in first] == sorted((b.start, b.end) for b in alive)
+    for policy in ("first", "best"):
+        placed = greedy(p, order, policy).placements
+        assert max((placed[b.id].offset + b.size for b in alive), default=0) == live[step]

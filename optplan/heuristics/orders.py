@@ -57,6 +57,27 @@ def by_start(problem: Problem) -> np.ndarray:
     return _sorted(len(h), s, -(e - s), -h)
 
 
+def by_peak(problem: Problem) -> np.ndarray:
+    """The units alive at the step of most live bytes first, by start (ties: earlier end, then
+    larger first); then the others as ``by_size``. Each peak unit is placed when every unit
+    placed before it is alive with it, so it lands on top of them: the peak's live set is packed
+    without a hole, whatever the policy. By start, the peak units alive at an earlier step are a
+    bottom block there, and the room above it is free for the units that die before the peak
+    (a training step's forward pass: idealloc/S_1 packs at its load bound, by size at 1.025-1.029).
+    Vector clocks order steps only partly: ``by_size`` there."""
+    h, s, e, _ = _fields(problem)
+    a = arrays(problem)
+    if not len(a.p_t0) or problem.concurrent:  # nothing stores bytes; vector clocks: no one peak step
+        return by_size(problem)
+    live = np.zeros(len(a.times), np.int64)  # live bytes in slot [times[k], times[k+1]), from the pieces
+    np.add.at(live, np.searchsorted(a.times, a.p_t0), a.p_y1 - a.p_y0)
+    np.add.at(live, np.searchsorted(a.times, a.p_t1), -(a.p_y1 - a.p_y0))
+    t = a.times[int(np.argmax(np.cumsum(live)))]
+    peak = (s <= t) & (t < e) & (h > 0)
+    first, rest = _sorted(len(h), s, e, -h), by_size(problem)
+    return np.concatenate([first[peak[first]], rest[~peak[rest]]])
+
+
 def by_conflicts(problem: Problem) -> np.ndarray:
     """Most time-overlapping bytes first (TVM USMP's greedy by conflicts); ties: larger first.
     Vector clocks: the bytes of the conflicting units (``Problem.clock_graph``).
