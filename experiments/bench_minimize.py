@@ -2,6 +2,7 @@
 
     python experiments/bench_minimize.py challenging --time-limit 60          # MiniMalloc A-E, auto
     python experiments/bench_minimize.py tight --seeds 0:40 --time-limit 5 --planner search --compare
+    python experiments/bench_minimize.py cut --seeds 0:20 --time-limit 10 --beside search   # generated, known optimum
 
 ``challenging`` reads ../shared/benchmarks/minimalloc/*.csv and ignores the capacity in their
 names. ``tight`` generates instances whose optimum is often above the load bound (MiniMalloc's D
@@ -10,8 +11,9 @@ is one such; its profile is flat near the peak): every step carries the same liv
 the load bound is a perfect packing at every step, which the contiguity of buffers often
 forbids. Small ones are brute-forced in the tests; here they are sized so that the whole search
 cannot always refute the load bound in seconds (``--cells``, ``--steps``, ``--largest`` size them).
-``--compare`` runs each instance twice, old (no CP-SAT decisions at the proven bound in auto,
-``FLOOR_DECISION_SHARE`` = 0) and new, side by side. Times are CPU seconds of this
+``--compare`` runs each instance twice, old (auto without the search deciding the proven bound
+from the start, ``FLOOR_RACE_SHARE`` = 0) and new, side by side; ``--compare-share`` names another
+of auto's shares to switch off instead (``FLOOR_DECISION_SHARE``: CP-SAT's decisions at the bound). Times are CPU seconds of this
 process (auto's search member and the search's workers are forked processes, not counted: wall
 seconds too), with the load.
 """
@@ -24,6 +26,8 @@ import random
 import sys
 import time
 from pathlib import Path
+
+from gen_instances import instance
 
 from optplan import portfolio
 from optplan.bounds import lower_bounds
@@ -60,23 +64,36 @@ def tight_instance(seed: int, cells: tuple[int, int] = (16, 32), steps: int = 12
     return Problem(buffers, (Memory("mem"),), metadata={"name": f"tight-{seed}"})
 
 
-def _run(problem: Problem, name: str, planner: str, limit: float, workers: int) -> tuple[str, bool, bool]:
-    """The table row, whether the plan is proven optimal, and whether the proven bound is above the load."""
-    c0, w0 = time.process_time(), time.perf_counter()
+def _beside(problem: Problem, planner: str, limit: float, workers: int) -> tuple[str, bool]:
+    """``planner`` in feasibility mode at the problem's capacity, or at the load bound where there
+    is none: the table cell and whether it packed."""
+    cap = problem.memories[0].capacity or lower_bounds(problem).lower["mem"]
     opts = {"workers": workers} if workers else {}
+    w0 = time.perf_counter()
+    at = solve(Problem(problem.buffers, (Memory("mem", capacity=cap),)), planner, time_limit=limit, objective="feasible", **opts)
+    packed = at.found and at.peak["mem"] <= cap
+    return f"{'packed' if packed else at.status.value} {time.perf_counter() - w0:.1f} | ", packed
+
+
+def _run(problem: Problem, name: str, planner: str, limit: float, workers: int, cell: str = "") -> tuple[str, bool, bool]:
+    """The table row (``cell``: ``_beside``'s), whether the plan is proven optimal, and whether the
+    proven bound is above the load bound."""
+    opts = {"workers": workers} if workers else {}
+    load = lower_bounds(problem).lower["mem"]
+    problem = Problem(problem.buffers, (Memory("mem"),))  # minimize mode: no capacity
+    c0, w0 = time.process_time(), time.perf_counter()
     plan = solve(problem, planner, time_limit=limit, **opts)
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     peak, bound = plan.peak.get("mem"), plan.lower_bound["mem"]
-    load = lower_bounds(problem).lower["mem"]
     floor = plan.stats.get("cpsat_floor")
     decided = "" if not isinstance(floor, dict) else f"{floor['decisions']}"
-    return (f"| {name} | {len(problem.buffers)} | {planner} | {plan.status.value} | {peak} | {bound} | {load} | "
+    return (f"| {name} | {len(problem.buffers)} | {cell}{planner} | {plan.status.value} | {peak} | {bound} | {load} | "
             f"{decided} | {cpu:.1f} | {wall:.1f} |", plan.status.value == "OPTIMAL", bound > load)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("family", choices=["challenging", "tight"])
+    ap.add_argument("family", choices=["challenging", "tight", "cut"])
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--planner", default="auto")
     ap.add_argument("--seeds", default="0:20")
@@ -85,36 +102,48 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cells", default="16:32", help="tight: range of the live load per step, in KiB")
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--largest", type=int, default=10, help="tight: largest buffer, KiB")
+    ap.add_argument("--families", default="guillotine,pinwheel", help="cut: the generated families")
+    ap.add_argument("--beside", default="", help="a planner run first at the capacity (feasibility mode), e.g. search")
     ap.add_argument("--unsettled", action="store_true", help="list only rows not proven at the load bound")
-    ap.add_argument("--compare", action="store_true", help="each instance old (no CP-SAT decisions at the bound) and new")
+    ap.add_argument("--compare", action="store_true", help="each instance old (the share below 0) and new")
+    ap.add_argument("--compare-share", default="FLOOR_RACE_SHARE", help="the portfolio constant --compare sets to 0")
     args = ap.parse_args(argv)
     print(f"$ python {' '.join(sys.argv)}\n\nload average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())}\n")
-    print("| instance | buffers | planner | status | peak | proven bound | load bound | CP-SAT decisions at the bound | CPU s | wall s |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    head = f"{args.beside} at the capacity (s wall) | " if args.beside else ""
+    print(f"| instance | buffers | {head}planner | status | peak | proven bound | load bound | CP-SAT decisions at the bound | CPU s | wall s |")
+    print("| --- " * (10 + bool(args.beside)) + "|")
     if args.family == "challenging":
         cases = [(p.stem.split(".")[0], read_problem(p)) for p in sorted(SHARED.glob("[A-Z].*.csv"))]
-        cases = [(n, Problem(p.buffers, (Memory("mem"),))) for n, p in cases  # the capacity is not ours here
+        cases = [(n, Problem(p.buffers, (Memory("mem", capacity=int(c)),))) for (n, p), c in  # (dropped in _run)
+                 zip(cases, (p.stem.split(".")[1] for p in sorted(SHARED.glob("[A-Z].*.csv"))))
                  if not args.instances or n in args.instances.split(",")]
+    elif args.family == "cut":
+        lo, hi = (int(x) for x in args.seeds.split(":"))
+        cases = [(f"{f}-{s}", instance(f, s)) for f in args.families.split(",") for s in range(lo, hi)]
     else:
         lo, hi = (int(x) for x in args.seeds.split(":"))
         cells = tuple(int(x) for x in args.cells.split(":"))
         cases = [(f"tight-{s}", tight_instance(s, (cells[0], cells[1]), args.steps, args.largest)) for s in range(lo, hi)]
-    share = portfolio.FLOOR_DECISION_SHARE
+    share = getattr(portfolio, args.compare_share)
     shares = (0.0, share) if args.compare else (share,)
-    proven, above = dict.fromkeys(shares, 0), dict.fromkeys(shares, 0)
+    proven, above, packed = dict.fromkeys(shares, 0), dict.fromkeys(shares, 0), 0
     for name, problem in cases:
+        cell, fit = _beside(problem, args.beside, args.time_limit, args.workers) if args.beside else ("", False)
+        packed += fit
         for ws in shares:
-            portfolio.FLOOR_DECISION_SHARE = ws
-            row, opt, up = _run(problem, name + ("" if not args.compare else (" (new)" if ws else " (old)")), args.planner,
-                                args.time_limit, args.workers)
+            setattr(portfolio, args.compare_share, ws)
+            row, opt, up = _run(problem, name + ("" if not args.compare else (" (new)" if ws else " (old)")),
+                                args.planner, args.time_limit, args.workers, cell)
             proven[ws] += opt
             above[ws] += up
             if not (args.unsettled and opt and not up):
                 print(row, flush=True)
-    portfolio.FLOOR_DECISION_SHARE = share
+    setattr(portfolio, args.compare_share, share)
     for ws in shares:
         print(f"\n{'new' if ws else 'old'}: {proven[ws]} of {len(cases)} proven optimal, {above[ws]} with a bound proven "
               "above the load bound")
+    if args.beside:
+        print(f"\n{args.beside} at the capacity packed {packed} of {len(cases)}")
     print(f"\nload average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0
 

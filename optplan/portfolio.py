@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from optplan import jit, planners
+from optplan.bounds import lower_bounds
 from optplan.deadline import Deadline
 from optplan.heuristics.run import run_heuristics
 from optplan.incumbent import Incumbent
@@ -72,6 +73,8 @@ DIVE_SECONDS_PER_PAIR = 3e-8
 # the kernel groups a session's processes (autogroup: the search child and the rest share one group's
 # CPU): minimalloc C at load 6.5, auto - search +1.0 s with nice 5, -0.2/-0.3 s with 19
 RACE_NICE = 19
+# of the time, for the search deciding the proven bound beside the rest in minimize mode (``_SearchRace``)
+FLOOR_RACE_SHARE = 0.5
 RACE_GRACE = 1.0  # seconds past the deadline the answer waits for a rest starved at that priority
 EARLY_SHARE = 0.85  # of the time left: the early search's limit (validating and sending 28k placements back takes seconds at load 15)
 # of a part's time where units choose memories: the staging relaxation and its selections packed exactly
@@ -112,8 +115,8 @@ def auto(problem: Problem, deadline: Deadline, workers: int | None = None, seed:
          objective: Objective | str | None = None, progress=None) -> Result:
     """Heuristics -> best as warm start -> exact search engine / CP-SAT / LNS per part; never
     worse than the best heuristic (its plan is returned when the rest does not beat it).
-    In feasibility mode at a capacity the search starts at once on the whole problem beside
-    all of that (``_SearchRace``).
+    In feasibility mode at a capacity, and in minimize mode on one memory at its proven bound, the
+    search starts at once on the whole problem beside all of that (``_SearchRace``).
 
     ``workers`` (default: every core) run the heuristics side by side and the solvers' threads."""
     objective = Objective.parse(objective, problem)
@@ -243,18 +246,29 @@ def _early_plan(member: Member, searching: Deadline, heur: list[Plan], stats: di
 
 
 class _SearchRace:
-    """Feasibility mode at a capacity: the search on the whole problem in a process of its own from
-    the start, with half the workers (one on two cores, as ``--planner search`` runs), while the
-    rest of auto (heuristics, then per part the search, CP-SAT and LNS) runs here on ``rest`` at a
-    lower priority (``beside``). Whichever settles the question first (a plan within the
-    capacities, or a proof that none exists) stops the other. So auto takes about the search's
-    time (minimalloc A at 1 MiB: the search alone 1.8 s; auto 2.1-2.8 s at load ~1 when it ran the
-    heuristics, then the search 0.2 s alone, then forked it afresh beside CP-SAT), and CP-SAT still
-    packs what the search does not (E: auto 1.7 s where the search took 7.5 s)."""
+    """The search on the whole problem in a process of its own from the start, with half the
+    workers (one on two cores, as ``--planner search`` runs), while the rest of auto (heuristics,
+    then per part the search, CP-SAT and LNS) runs here on ``rest`` at a lower priority
+    (``beside``). Whichever settles the question first stops the other.
 
-    def __init__(self, member: Member, searching: Deadline, rest: Deadline) -> None:
-        self.member, self.searching, self.rest = member, searching, rest
+    Feasibility mode at a capacity: the question is a plan within the capacities, or a proof that
+    none exists. So auto takes about the search's time (minimalloc A at 1 MiB: the search alone
+    1.8 s; auto 2.1-2.8 s at load ~1 when it ran the heuristics, then the search 0.2 s alone, then
+    forked it afresh beside CP-SAT), and CP-SAT still packs what the search does not (E: auto 1.7 s
+    where the search took 7.5 s).
+
+    Minimize mode, one memory (``floor``): the search decides the proven bound as a capacity
+    (``_floor_search``: the load bound, one grid unit higher after each refutation): a plan there
+    is optimal. Most instances with a known optimum have it at the load bound, and the rest of auto
+    got there later than the search alone at a capacity (the heuristics, then the search's
+    minimization, which gives the bound a quarter of its time). The race ends after
+    ``FLOOR_RACE_SHARE`` of the time so that, where the optimum lies above the bound, the rest
+    gets the CPU back for the plan the user keeps."""
+
+    def __init__(self, member: Member, searching: Deadline, rest: Deadline, floor: bool = False) -> None:
+        self.member, self.searching, self.rest, self.floor = member, searching, rest, floor
         self.plan: Plan | None = None
+        self.proven: dict[str, int] = {}  # floor: the bound the search proved
         self.done = threading.Event()  # the rest returned, or the search settled the question
         self.watcher = threading.Thread(target=self._wait, daemon=True, name="optplan-search-race")
         self.watcher.start()
@@ -263,18 +277,22 @@ class _SearchRace:
     def start(cls, problem: Problem, deadline: Deadline, objective: Objective, seed: int,
               workers: int) -> _SearchRace | None:
         name = SEARCH_MEMBERS[0] if SEARCH_MEMBERS else ""
-        if (objective.optimizes or problem.concurrent or len(problem.units) > SEARCH_MAX_UNITS
-                or all(m.capacity is None for m in problem.memories) or not _can_race(Settings(workers), deadline)
-                or name not in planners.names() or not jit.usable("search")):
+        floor = objective.optimizes and len(problem.memories) == 1 and deadline.limited and FLOOR_RACE_SHARE > 0
+        if ((objective.optimizes and not floor) or problem.concurrent or len(problem.units) > SEARCH_MAX_UNITS
+                or (not floor and all(m.capacity is None for m in problem.memories))
+                or not _can_race(Settings(workers), deadline) or name not in planners.names() or not jit.usable("search")):
             return None
         declines = getattr(planners.get(name), "declines", None)
         if declines is not None and declines(problem):
             return None
         mine = max(1, workers // 2)
-        searching = deadline.part(None)
-        member = fork_member(lambda d: planners.solve(problem, name, deadline=d, seed=seed, objective=objective,
-                                                      workers=mine), searching, grace=1.0)
-        return cls(member, searching, deadline.part(None))
+        searching = deadline.part(FLOOR_RACE_SHARE * deadline.left() if floor else None)
+        if floor:
+            member = fork_member(lambda d: _floor_search(problem, name, d, seed, mine), searching, grace=1.0)
+        else:
+            member = fork_member(lambda d: planners.solve(problem, name, deadline=d, seed=seed, objective=objective,
+                                                          workers=mine), searching, grace=1.0)
+        return cls(member, searching, deadline.part(None), floor)
 
     def beside(self, rest: Callable[[], Result]) -> Result | None:
         """``rest()`` on a thread of lower priority (``RACE_NICE``), and the threads it starts (CP-SAT's,
@@ -304,13 +322,17 @@ class _SearchRace:
 
     def _wait(self) -> None:
         plan = self.member.result()
+        if self.floor and isinstance(plan, tuple):
+            plan, self.proven = plan
         self.plan = plan if isinstance(plan, Plan) else None
         if self.plan is not None and (self.plan.found or self.plan.status == Status.INFEASIBLE):
             self.rest.halt()  # settled: CP-SAT, LNS and the heuristics stop
             self.done.set()
 
     def settle(self, result: Result | None) -> Result:
-        """The answer: ``result`` (the rest's) if it settled the question, else the search's."""
+        """The answer: ``result`` (the rest's) if it settled the question, else the search's.
+        Floor: the search's plan when it found one (optimal), else the rest's with the bound the
+        search proved."""
         if result is None:
             result = Result(None, message=self.rest.cancelled or "time limit reached")  # (or the search's answer below)
         if result.placements is not None or result.proven_infeasible:
@@ -319,7 +341,13 @@ class _SearchRace:
         plan = self.plan
         stats = dict(result.stats)
         stats["search_race"] = (self.member.error or "no answer") if plan is None else \
-            f"{plan.status.value} in {plan.seconds:.2f} s"
+            f"{plan.status.value} in {plan.seconds:.2f} s" + (f" at {self.proven}" if self.floor else "")
+        if self.floor and plan is not None and plan.found:
+            return Result(plan.placements, proven_optimal=True, bound=self.proven,
+                          message=f"search: a plan at the proven bound {self.proven}", stats=stats)
+        if self.floor and (plan is None or plan.status != Status.INFEASIBLE):
+            bound = {**self.proven, **{m: max(v, self.proven.get(m, 0)) for m, v in (result.bound or {}).items()}}
+            return replace(result, bound=bound or None, stats=stats)
         if result.placements is not None or result.proven_infeasible or plan is None:
             return replace(result, stats=stats)
         if plan.found:
@@ -328,6 +356,23 @@ class _SearchRace:
             return Result(None, proven_infeasible=True, message=plan.message, stats=stats)
         return replace(result, stats=stats)
 
+
+def _floor_search(problem: Problem, name: str, deadline: Deadline, seed: int,
+                  workers: int) -> tuple[Plan, dict[str, int]]:
+    """Search planner ``name`` on a one-memory ``problem`` in feasibility mode at its proven bound
+    (the load bound, then the bound each refutation proves: one grid unit higher) until a plan
+    fits, the memory's own capacity is refuted, or ``deadline`` ends. Returns the last answer and
+    the bound proven: a plan found fits within it, so it is optimal."""
+    memory = problem.memories[0]
+    cap = lower_bounds(problem).lower[memory.name]
+    while True:
+        capped = Problem(problem.buffers, (replace(memory, capacity=cap),), problem.relative, dict(problem.metadata))
+        plan = planners.solve(capped, name, deadline=deadline, seed=seed, objective="feasible", workers=workers)
+        if plan.status != Status.INFEASIBLE:
+            return plan, {memory.name: cap}
+        cap = plan.lower_bound[memory.name]  # the refuted capacity + one grid unit: proven
+        if deadline.expired() or (memory.capacity is not None and cap > memory.capacity):
+            return plan, {memory.name: cap}
 
 def _lower_priority(nice: int) -> None:
     """This thread, and the threads it starts, ``nice`` steps lower in priority (Linux: nice values

@@ -3,13 +3,19 @@ above the live load where no plan packs there, and a plan found at the bound is 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from brute_force import brute_force_optimum
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from optplan import portfolio
 from optplan.bounds import lower_bounds
 from optplan.deadline import Deadline
 from optplan.incumbent import Incumbent
 from optplan.objective import Objective
+from optplan.plan import Status
+from optplan.planners import finish, solve
 from optplan.problem import Buffer, Memory, Problem
 from optplan.solvers.cpsat import Settings, part_peaks
 from optplan.solvers.reduce import reduce
@@ -53,3 +59,60 @@ def test_decisions_start_from_a_bound_proven_elsewhere() -> None:
     proven = {"mem": 8 * 1024}
     done, _, stats, _ = _decide(_problem(GADGET, scale=1024), proven)
     assert done and stats["cpsat_floor"] == {"decisions": 1, "found_at": 8 * 1024}
+
+
+# -- the search deciding the proven bound from the start (portfolio._SearchRace, floor mode) ------------------------
+
+@st.composite
+def _one_memory(draw) -> Problem:
+    """Up to 6 buffers in one memory without a capacity: minimize mode (the brute force takes
+    seconds on some of 8)."""
+    n = draw(st.integers(1, 6))
+    return _problem([(a, a + draw(st.integers(1, 4)), draw(st.integers(1, 6))) for a in
+                     (draw(st.integers(0, 5)) for _ in range(n))])
+
+
+@settings(max_examples=40, deadline=None)
+@given(_one_memory())
+def test_the_floor_search_proves_the_brute_force_optimum(p: Problem) -> None:
+    """Each refuted capacity raises the bound by one grid unit, never past the optimum, and the
+    first plan found is at the bound proven: the optimum."""
+    plan, proven = portfolio._floor_search(p, "search", Deadline(30), 0, 1)
+    best = brute_force_optimum(p)
+    assert best is not None and plan.found and plan.peak["mem"] == proven["mem"] == best[0]
+
+
+def test_the_floor_search_refutes_the_gadgets_load_bound() -> None:
+    plan, proven = portfolio._floor_search(_problem(GADGET, scale=1024), "search", Deadline(30), 0, 1)
+    assert proven == {"mem": 8 * 1024} and plan.found and plan.peak["mem"] == 8 * 1024
+
+
+def test_minimize_mode_races_the_search_at_the_bound() -> None:
+    """The race's plan, found at the bound the search proved, is optimal even when the rest of auto
+    finds nothing; and auto itself says the race answered."""
+    p = _problem(GADGET, scale=1024)
+    race = portfolio._SearchRace.start(p, Deadline(30), Objective.parse("min-peak"), 0, 2)
+    assert race is not None and race.floor
+    out = race.settle(race.beside(lambda: portfolio.Result(None, message="the rest found nothing")))
+    assert out.proven_optimal and out.bound == {"mem": 8 * 1024} and out.placements is not None
+    plan = solve(p, "auto", time_limit=30, workers=2)
+    assert plan.status == Status.OPTIMAL and plan.peak["mem"] == 8 * 1024 and "search_race" in plan.stats
+
+
+def test_the_bound_the_race_proved_reaches_the_rests_plan(monkeypatch) -> None:
+    """When the race ends without a plan (here: its share is spent refuting the load bound), the
+    rest's plan gets the bound it proved, and is optimal when it meets it."""
+    p = _problem(GADGET, scale=1024)
+    real = portfolio._floor_search
+
+    def refute_only(problem, name, deadline, seed, workers):
+        plan, proven = real(Problem(problem.buffers, (Memory("mem", capacity=7 * 1024),)), name, deadline, seed, workers)
+        return replace(plan, placements={}, status=Status.UNKNOWN), proven
+
+    monkeypatch.setattr(portfolio, "_floor_search", refute_only)
+    race = portfolio._SearchRace.start(p, Deadline(30), Objective.parse("min-peak"), 0, 2)
+    assert race is not None
+    rest = solve(p, "search", time_limit=30).placements
+    out = race.settle(race.beside(lambda: portfolio.Result(rest, bound={"mem": 7 * 1024})))
+    assert out.bound == {"mem": 8 * 1024} and out.placements == rest
+    assert finish(p, out, "auto", 0.0).status == Status.OPTIMAL

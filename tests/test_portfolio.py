@@ -225,6 +225,7 @@ def test_members_race_and_the_first_answer_is_shared(monkeypatch) -> None:
     monkeypatch.setattr(heuristics_run, "heuristic_names", lambda: ["naive"])  # a poor start: work to do
     monkeypatch.setattr(portfolio, "SEARCH_MEMBERS", ("fake-search",))
     monkeypatch.setattr(portfolio, "SEARCH_FIRST", 0)  # straight to the race
+    monkeypatch.setattr(portfolio, "FLOOR_RACE_SHARE", 0)  # the part's race, not the one at the bound from the start
     monkeypatch.setattr(portfolio, "run", _slow_cpsat(halted))
     plan = solve(p, "auto", time_limit=30, workers=2)
     assert plan.stats["fake-search_status"] == "OPTIMAL"
@@ -314,6 +315,7 @@ def test_the_search_answers_alone_before_a_race_costs_a_fork(monkeypatch) -> Non
 
     monkeypatch.setattr(portfolio, "fork_member", no_fork)
     monkeypatch.setattr(portfolio, "run", no_fork)
+    monkeypatch.setattr(portfolio, "FLOOR_RACE_SHARE", 0)  # the race at the bound forks at once (test_floor_decisions)
     monkeypatch.setattr(heuristics_run, "heuristic_names", lambda: ["naive"])
     p = _small()
     m = p.memory_names[0]
