@@ -126,11 +126,13 @@ def auto(problem: Problem, deadline: Deadline, workers: int | None = None, seed:
     race = _SearchRace.start(problem, deadline, objective, seed, workers)
     if race is None:
         return _auto(problem, deadline, workers, seed, objective, progress)
-    return race.settle(race.beside(lambda: _auto(problem, race.rest, workers, seed, objective, progress)))
+    lower = functools.partial(_lower_priority, RACE_NICE) if race.floor else None  # (the heuristics first, see beside)
+    return race.settle(race.beside(lambda: _auto(problem, race.rest, workers, seed, objective, progress, lower)))
 
 
-def _auto(problem: Problem, deadline: Deadline, workers: int, seed: int, objective: Objective, progress) -> Result:
-    """``auto`` but for the feasibility race."""
+def _auto(problem: Problem, deadline: Deadline, workers: int, seed: int, objective: Objective, progress,
+          heuristics_done: Callable[[], None] | None = None) -> Result:
+    """``auto`` but for the search's race (``heuristics_done``: called when the heuristics are)."""
     t0 = time.perf_counter()
     left = deadline.left()  # keep time to merge and validate the plan (about 1 s per 30k buffers)
     work = deadline.part(left - min(0.1 * left, 0.2 + 1e-4 * len(problem.buffers))) if deadline.limited else deadline
@@ -143,6 +145,8 @@ def _auto(problem: Problem, deadline: Deadline, workers: int, seed: int, objecti
     staging = objective.benefit_first and any(len(u.memories) > 1 for u in problem.units)
     heur, errors = run_heuristics(problem, work, seed, workers - (early is not None),
                                   improve=objective.optimizes and not staging, objective=objective)
+    if heuristics_done is not None:
+        heuristics_done()
     stats: dict[str, object] = {"heuristics": {p.planner: p.objective_value for p in heur},
                                 "heuristics_seconds": {p.planner: round(p.seconds, 2) for p in heur}}
     if early is not None:
@@ -266,7 +270,9 @@ class _SearchRace:
     minimization, which gives the bound a quarter of its time). The search has priority for
     ``FLOOR_FIRST_SHARE`` of the time and races at the rest's until ``FLOOR_RACE_SHARE``, so that,
     where the optimum lies above the bound, the rest gets the CPU back for the plan the user keeps
-    (minimalloc D at load 6, 60 s: 1053696 with the rest starved for 30 s, 1035264 without the race)."""
+    (minimalloc D at load 6, 60 s: 1053696 with the rest starved for 30 s, 1035264 without the race).
+    The rest's heuristics run at its own priority: starved, they left auto without any plan in
+    10 s (guillotine-1 at load 7)."""
 
     def __init__(self, member: Member, searching: Deadline, rest: Deadline, floor: bool = False) -> None:
         self.member, self.searching, self.rest, self.floor = member, searching, rest, floor
@@ -308,7 +314,8 @@ class _SearchRace:
         out: list[Result | BaseException] = []
 
         def run() -> None:
-            _lower_priority(RACE_NICE)
+            if not self.floor:  # minimize mode: after the heuristics (``auto``), so that there is a plan
+                _lower_priority(RACE_NICE)
             try:
                 out.append(rest())
             except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
