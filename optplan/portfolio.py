@@ -308,9 +308,9 @@ class _SearchRace:
         """``rest()`` on a thread of lower priority (``RACE_NICE``), and the threads it starts (CP-SAT's,
         the heuristics'): on a busy machine the search keeps the core it has when run alone (on
         minimalloc A at load 1.5-2.7 the search took 3.4-4.0 s beside CP-SAT at equal priority, 1.8 s
-        alone). None when the search settled first, or the rest is still running ``RACE_GRACE``
-        after the deadline: halted or out of time, it winds down on its own (a model being built, a
-        member's answer) instead of holding the answer back."""
+        alone). None when the search settled first, or (feasibility mode) the rest is still running
+        ``RACE_GRACE`` after the deadline: halted or out of time, it winds down on its own (a model
+        being built, a member's answer) instead of holding the answer back."""
         out: list[Result | BaseException] = []
 
         def run() -> None:
@@ -324,7 +324,8 @@ class _SearchRace:
                 self.done.set()
 
         threading.Thread(target=run, daemon=True, name="optplan-race-rest").start()
-        self.done.wait(self.rest.left() + RACE_GRACE if self.rest.limited else None)
+        # minimize mode: the rest's plan is the answer unless the search's is optimal, so it is waited for
+        self.done.wait(self.rest.left() + RACE_GRACE if self.rest.limited and not self.floor else None)
         if not out:
             return None
         if isinstance(out[0], BaseException):
