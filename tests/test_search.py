@@ -357,6 +357,31 @@ def test_time_parts_split_where_no_buffer_is_live_across() -> None:
     assert [sorted(u.root for u in part) for part in parts] == [["a", "b", "z"], ["c"], ["d", "e"]]
 
 
+@pytest.mark.parametrize("objective", ["feasible", "min-peak"])
+def test_easy_time_parts_are_packed_by_one_descent_of_the_whole(objective: str) -> None:
+    """Ten independent parts that a lowest-offset descent packs at the bound: one kernel run for
+    the whole memory, not one or more per part (each part costs Python: arrays, orderings)."""
+    buffers = [Buffer(f"p{k}-{j}", s, 10 * k + t0, 10 * k + t1)
+               for k in range(10) for j, (s, t0, t1) in enumerate([(4, 0, 4), (4, 4, 8), (8, 0, 8)])]
+    p = Problem(tuple(buffers), (Memory("m", capacity=12),))
+    assert len(time_parts(list(p.units))) == 10
+    plan = solve(p, "search", time_limit=10, objective=objective)
+    assert plan.found and plan.peak["m"] == 12 and validate(p, plan.placements) == []
+    assert plan.stats["runs"] == 1
+    assert plan.status == Status.OPTIMAL  # at the load bound
+
+
+def test_a_decision_at_a_capacity_does_not_dive_first() -> None:
+    """At a capacity the search's first descent is the dive (offsets are bounded by the capacity
+    either way): a dive first would only repeat it, and cost a kernel run where the descent
+    must backtrack (as here: 6 nodes for 5 buffers)."""
+    p = Problem((Buffer("a", 1, 2, 3), Buffer("b", 4, 0, 2), Buffer("c", 1, 1, 3), Buffer("d", 3, 2, 5), Buffer("e", 3, 4, 8)),
+                (Memory("m", capacity=6),))
+    plan = solve(p, "search", time_limit=10, objective="feasible")
+    assert plan.found and plan.peak["m"] <= 6 and validate(p, plan.placements) == []
+    assert plan.stats["runs"] == 1 and plan.stats["nodes"] == 6
+
+
 def test_decided_memories_are_solved_one_by_one() -> None:
     p = Problem((Buffer("a", 4, 0, 2, fixed_memory="fast"), Buffer("b", 4, 1, 3, fixed_memory="fast"),
                  Buffer("c", 8, 0, 3, allowed=("slow",)), Buffer("d", 2, 0, 1, allowed=("slow",))),

@@ -51,6 +51,7 @@ class Instance:
     nb_idx: np.ndarray
     large: bool = False  # too many overlapping pairs for the search: greedy dive only
     twins: np.ndarray | None = None  # twin_groups, computed on first use
+    totals: np.ndarray | None = None  # engine.section_totals, computed on first use
 
     @property
     def exact(self) -> bool:

@@ -99,6 +99,7 @@ import numpy as np
 from numba import njit
 
 FOUND, INFEASIBLE, LIMIT = 1, 0, 2
+POLL_NODES = 1024  # the search reads its stop flag every this many nodes (a power of two)
 _PLACE, _FLOOR, _MF = 0, 1, 2
 _BIG = np.int64(1) << np.int64(62)
 _M1 = np.int64(-49064778989728563)  # 0xff51afd7ed558ccd, 0xc4ceb9fe1a85ec53: MurmurHash3's fmix64
@@ -980,7 +981,7 @@ def search(a, rules, cap, node_limit, stop, offsets, table, zob):
             nodes += 1
             if nodes > node_limit:
                 return LIMIT, nodes
-            if (nodes & 1023) == 0 and stop[0] != 0:
+            if (nodes & (POLL_NODES - 1)) == 0 and stop[0] != 0:
                 return LIMIT, nodes
             _enter(st, d, use_tt)
             exhausted, emin, smin, smax, blocked = _bounds(st, a, rules, d, pool, cap)

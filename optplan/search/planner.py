@@ -15,10 +15,11 @@ from optplan import jit
 from optplan.bounds import lower_bounds
 from optplan.deadline import Deadline
 from optplan.objective import Objective
+from optplan.plan import Placement
 from optplan.planners import Result, planner
 from optplan.problem import Problem, Unit
 from optplan.search import engine
-from optplan.search.instance import build, unsupported
+from optplan.search.instance import NO_LIMIT, build, unsupported
 
 
 def time_parts(units: list[Unit]) -> list[list[Unit]]:
@@ -56,7 +57,7 @@ def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1
     lower = lower_bounds(problem).lower
     by_memory = {m: [u for u in problem.units if u.memories[0] == m] for m in problem.memory_names}
     # smaller parts first: the time they leave unused passes on to the larger ones
-    jobs = [(m, part) for m, units in by_memory.items() for part in sorted(time_parts(units), key=len)]
+    parts_of = {m: sorted(time_parts(units), key=len) for m, units in by_memory.items()}
     placements, bound, messages = {}, {m: lower[m] for m in by_memory}, []
     enough = goal or {}
     peak: dict[str, int] = {}
@@ -64,6 +65,18 @@ def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1
     infeasible, complete = False, True
     stats = engine.Stats()
     dive_peaks: dict[str, int | None] = {}
+    for m, parts in parts_of.items():
+        if len(parts) > 1:
+            # good enough at once: any plan under the capacity, or one at the memory's bound
+            target = max(lower[m], enough.get(m, 0)) if objective.optimizes else NO_LIMIT
+            capacity = problem.memory(m).capacity
+            found = _at_once(problem, m, by_memory[m], min(target, NO_LIMIT if capacity is None else capacity), deadline,
+                             seed, stats)
+            if found is not None:
+                placements.update(found[0])
+                peak[m] = dive_peaks[m] = found[1]
+                parts_of[m] = []
+    jobs = [(m, part) for m, parts in parts_of.items() for part in parts]
     for k, (m, part) in enumerate(jobs):
         share = len(part) / max(1, sum(len(p) for _, p in jobs[k:]))
         inst = build(problem, m, part)
@@ -108,6 +121,17 @@ def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1
         return Result(None, bound=bound, message="; ".join(dict.fromkeys(messages)), stats=info)
     return Result(placements, proven_optimal=optimal and objective.optimizes, bound=bound,
                   message="; ".join(dict.fromkeys(messages)), stats=info)
+
+
+def _at_once(problem: Problem, memory: str, units: list[Unit], target: int, deadline: Deadline, seed: int,
+             stats: engine.Stats) -> tuple[dict[str, Placement], int] | None:
+    """A plan of every time part of ``memory`` at once with a peak <= ``target`` bytes, from the
+    whole memory's first descent (``engine.first_descent``), and its peak; None when that one
+    descent does not find one (the parts are then searched one by one)."""
+    whole = build(problem, memory, units)
+    offsets, quick = engine.first_descent(whole, whole.scaled_capacity(target), deadline, seed)
+    stats.add(quick)
+    return None if offsets is None else (whole.placements(offsets), whole.top(offsets))
 
 
 def _without_kernels(problem: Problem, deadline: Deadline, seed: int, workers: int, objective: Objective) -> Result:
