@@ -711,10 +711,14 @@ def test_restart_orderings_are_seeded_and_differ() -> None:
 
 
 def test_every_other_restart_runs_without_the_forced_rule(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The forced-section rule changes which branch comes first; odd restarts drop it to diversify."""
+    """The forced-section rule changes which branch comes first; odd restarts drop it to diversify,
+    and so does a copy of the first ordering."""
     problem = Problem(tuple(Buffer(f"b{i}", 1 + i % 3, i, i + 3) for i in range(12)), (Memory("m"),))
     inst = build(problem, "m", list(problem.units))
     assert [engine.fresh(inst, 0, k).forced for k in range(4)] == [True, False, True, False]
+    ords = engine.orderings(inst)  # and the first fixed ordering runs both ways, the others with it
+    assert [o.forced for o in ords] == [True, False] + [True] * (len(ords) - 2)
+    assert np.array_equal(ords[0].perm, ords[1].perm)
     seen = []
     search = kernel.search
 

@@ -92,7 +92,8 @@ def _section_totals(inst: Instance) -> np.ndarray:
 
 
 def orderings(inst: Instance, seed: int = 0) -> list[Ordered]:
-    """The portfolio: buffers that are hard to fit first, by several measures, plus random ones.
+    """The portfolio: buffers that are hard to fit first, by several measures, plus random ones,
+    and the first of them again without the forced-section rule.
     An ordering equal to an earlier one is left out (on a perfect packing every unit's ``total``
     is the capacity, so "total" is "width"). Each one's arrays are built on its first run."""
     n = inst.n
@@ -123,6 +124,12 @@ def orderings(inst: Instance, seed: int = 0) -> list[Ordered]:
         if perm.tobytes() not in seen:
             seen.add(perm.tobytes())
             ords.append(Ordered(inst, name, perm))
+    # the first ordering again without the forced-section rule, second: the rule decides which branch comes
+    # first, and where it misleads, the same ordering without it packs at once (tune_search, 100k nodes: on 10
+    # of 280 generated instances 10-80k nodes fell to 2-3k; held-out seeds 70-139: as many packed, 3 % fewer nodes)
+    unforced = Ordered(inst, ords[0].name + "-unforced", ords[0].perm)
+    unforced.forced = False
+    ords.insert(1, unforced)
     for k, o in enumerate(ords):
         o.seed = (seed, k)
     return ords
