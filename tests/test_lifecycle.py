@@ -244,3 +244,27 @@ def test_a_deterministic_deadline_still_knows_the_wall_time_of_its_limit() -> No
     assert Deadline(None, deterministic=True).part(1.0).wall_left() == float("inf")
     root.cancel("interrupted")
     assert part.wall_left() == 0.0
+
+
+def test_when_no_heuristic_finishes_in_time_the_first_runs_here_to_its_end(monkeypatch) -> None:
+    """A loaded machine can leave the heuristics' process no time to finish even naive (auto then
+    answered UNKNOWN on idealloc/S_1): the first constructive heuristic then runs here, whatever the
+    time, and its plan is the one returned; the others are reported as stopped."""
+    import os
+
+    from optplan.heuristics import run
+
+    solve, parent = planners.solve, os.getpid()
+
+    def stuck(problem, name, **options):
+        if os.getpid() != parent:  # every pass in the heuristics' process outlasts the deadline
+            time.sleep(120)
+        return solve(problem, name, **options)
+
+    p = _generated(400)
+    monkeypatch.setattr(run, "APART_UNITS", 0)
+    monkeypatch.setattr(run, "heuristic_names", lambda: ["naive", "position-greedy"])
+    monkeypatch.setattr(planners, "solve", stuck)
+    plans, errors = run.run_heuristics(p, Deadline(1.0), workers=2, improve=False)
+    assert [q.planner for q in plans] == ["naive"] and plans[0].found and validate(p, plans[0].placements) == []
+    assert errors == {"position-greedy": "time limit reached before it ended (stopped with the heuristics' process)"}
