@@ -13,7 +13,7 @@ from numba import njit
 
 from optplan import jit
 from optplan.objective import BENEFIT, Objective
-from optplan.problem import INT64_MAX
+from optplan.problem import INT64_MAX, distinct
 
 if TYPE_CHECKING:
     from optplan.problem import Problem
@@ -169,7 +169,7 @@ def usage_curve(problem: Problem, placements: dict[str, Placement], memory: str)
         start, end, size, top = (np.array(c, np.int64) for c in zip(*rects)) if rects else [np.zeros(0, np.int64)] * 4
     if not len(start):
         return UsageCurve(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
-    times = np.unique(np.concatenate([start, end]))
+    times = distinct(np.concatenate([start, end]))
     delta = np.zeros(len(times), np.int64)
     np.add.at(delta, np.searchsorted(times, start), size)
     np.add.at(delta, np.searchsorted(times, end), -size)

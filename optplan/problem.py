@@ -376,6 +376,15 @@ class Columns:
         return int(values.sum())
 
 
+def distinct(values: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of an integer array, as ``np.unique`` gives them: numpy 2.4's
+    ``np.unique`` hashes integer arrays, 37x slower than a sort (2M step times: 1.76 against
+    0.05 CPU s; the time index of a million buffers is built for every heuristic's arrays,
+    every usage curve and the search's instance)."""
+    s = np.sort(values, kind="stable")
+    return s[np.concatenate(([True], s[1:] != s[:-1]))] if len(s) else s
+
+
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """While building millions of objects that are no garbage (a problem's buffers, a plan's

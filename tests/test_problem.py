@@ -95,3 +95,15 @@ def test_ortools_and_highspy_load_in_either_order() -> None:
         code = f"import {first}; import {second}; import highspy; highspy.Highs()"
         run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert run.returncode == 0, run.stderr.splitlines()[-1:]
+
+
+def test_distinct_is_numpys_unique():
+    import numpy as np
+
+    from optplan.problem import distinct
+
+    rng = np.random.default_rng(0)
+    for n in (0, 1, 2, 7, 1000):
+        x = rng.integers(-3, 40, n)
+        got, want = distinct(x), np.unique(x)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist()

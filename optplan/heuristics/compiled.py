@@ -37,7 +37,7 @@ from numba import njit
 
 from optplan.objective import Objective
 from optplan.plan import Placement
-from optplan.problem import Problem, Unit, gc_paused
+from optplan.problem import Problem, Unit, distinct, gc_paused
 
 _POLICY = {"first": 0, "best": 1, "heap": 2}
 _NONE = np.iinfo(np.int64).max  # no capacity / nothing found
@@ -916,7 +916,7 @@ class Arrays:
         self.capacity = np.array([-1 if m.capacity is None else m.capacity for m in problem.memories], np.int64)
         self.names = names
         self.root_rank: np.ndarray | None = None  # ``root_rank``, on first use
-        self.times = times = np.unique(np.concatenate([self.p_t0, self.p_t1]))  # slot k: [times[k], times[k + 1])
+        self.times = times = distinct(np.concatenate([self.p_t0, self.p_t1]))  # slot k: [times[k], times[k + 1])
         size = 1
         while size < max(len(times) - 1, 1):
             size *= 2

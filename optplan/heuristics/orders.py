@@ -70,8 +70,8 @@ def by_peak(problem: Problem) -> np.ndarray:
     if not len(a.p_t0) or problem.concurrent:  # nothing stores bytes; vector clocks: no one peak step
         return by_size(problem)
     live = np.zeros(len(a.times), np.int64)  # live bytes in slot [times[k], times[k+1]), from the pieces
-    np.add.at(live, np.searchsorted(a.times, a.p_t0), a.p_y1 - a.p_y0)
-    np.add.at(live, np.searchsorted(a.times, a.p_t1), -(a.p_y1 - a.p_y0))
+    np.add.at(live, a.p_l, a.p_y1 - a.p_y0)
+    np.add.at(live, a.p_r, -(a.p_y1 - a.p_y0))
     t = a.times[int(np.argmax(np.cumsum(live)))]
     peak = (s <= t) & (t < e) & (h > 0)
     first, rest = _sorted(len(h), s, e, -h), by_size(problem)
@@ -112,12 +112,12 @@ def by_breadth(problem: Problem) -> np.ndarray:
     if not len(h):
         return np.zeros(0, np.int64)
     a = arrays(problem)
-    pt0, pt1, ph = a.p_t0, a.p_t1, a.p_y1 - a.p_y0
+    pt0, ph = a.p_t0, a.p_y1 - a.p_y0
     times = a.times  # the pieces' ends: every unit's lifetime starts and ends at one (units that store nothing go last)
     live = np.zeros(len(times), np.int64)
     if len(pt0):
-        np.add.at(live, np.searchsorted(times, pt0), ph)
-        np.add.at(live, np.searchsorted(times, pt1), -ph)
+        np.add.at(live, a.p_l, ph)  # the pieces' slots
+        np.add.at(live, a.p_r, -ph)
     live = np.cumsum(live)[:-1]  # live bytes in slot [times[k], times[k+1])
     rank = np.empty(len(live), np.int64)
     rank[np.lexsort((np.arange(len(live)), -live))] = np.arange(len(live))

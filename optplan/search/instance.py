@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from optplan.plan import Placement
-from optplan.problem import Problem, Unit
+from optplan.problem import Problem, Unit, distinct
 from optplan.search import kernel
 
 NO_LIMIT = 1 << 61  # no capacity: an offset bound nothing reaches
@@ -153,7 +153,7 @@ def build(problem: Problem, memory: str, units: list[Unit]) -> Instance:
     g = max(g, 1)
     mod = [1 if g % m == 0 else m // g for m in mod]
     start, end = _arr(t0), _arr(t1)
-    times = np.unique(np.concatenate([_arr(pt0), _arr(pt1)]))
+    times = distinct(np.concatenate([_arr(pt0), _arr(pt1)]))
     s0 = np.searchsorted(times, start).astype(np.int64)
     s1 = np.searchsorted(times, end).astype(np.int64)
     ps0 = np.searchsorted(times, _arr(pt0)).astype(np.int64)
