@@ -24,8 +24,8 @@ from optplan.plan import Placement, Status, peaks, usage_curve
 from optplan.problem import Buffer, Gap, Memory, Problem, RelativePlacement
 from optplan.validate import validate
 
-HEURISTICS = ["naive", "position-greedy", "greedy-size", "greedy-breadth", "greedy-conflicts", "linear-scan",
-              "best-fit-heap", "first-fit-orders", "peak-stack", "hill-climb", "recycle", "banked-greedy"]
+HEURISTICS = ["naive", "peak-stack", "position-greedy", "greedy-size", "greedy-breadth", "greedy-conflicts", "linear-scan",
+              "best-fit-heap", "first-fit-orders", "hill-climb", "recycle", "banked-greedy"]
 
 
 def at(*offsets: tuple[str, int]) -> dict[str, Placement]:

@@ -17,8 +17,8 @@ from optplan.plan import Status
 from optplan.problem import Buffer, Memory, Problem, RelativePlacement
 from optplan.validate import validate
 
-HEURISTICS = ["naive", "position-greedy", "greedy-size", "greedy-breadth", "greedy-conflicts", "linear-scan",
-              "best-fit-heap", "first-fit-orders", "peak-stack", "hill-climb", "recycle", "banked-greedy", "vela-staging",
+HEURISTICS = ["naive", "peak-stack", "position-greedy", "greedy-size", "greedy-breadth", "greedy-conflicts", "linear-scan",
+              "best-fit-heap", "first-fit-orders", "hill-climb", "recycle", "banked-greedy", "vela-staging",
               "executorch-fastest-fit"]
 OPTIONS = {"hill-climb": {"iterations": 30, "seed": 0}}
 
@@ -355,3 +355,16 @@ def test_peak_stack_packs_the_peak_step_without_a_hole(rows):
     for policy in ("first", "best"):
         placed = greedy(p, order, policy).placements
         assert max((placed[b.id].offset + b.size for b in alive), default=0) == live[step]
+
+
+def test_a_plan_at_the_bound_ends_the_heuristic_stage():
+    from optplan.deadline import Deadline
+    from optplan.heuristics.run import run_heuristics
+
+    p = Problem(buffers(("a", 4, 2, 3), ("b", 3, 3, 5), ("c", 4, 4, 5), ("d", 3, 1, 4), ("e", 3, 0, 2)))
+    plans, errors = run_heuristics(p, Deadline(30.0), workers=1)
+    assert [q.planner for q in plans] == ["naive", "peak-stack"] and plans[1].status is Status.OPTIMAL
+    assert set(errors) == set(planners.heuristic_names()) - {"naive", "peak-stack"}
+    assert all(why == "not run: peak-stack's plan is optimal" for why in errors.values())
+    plans, errors = run_heuristics(p, Deadline(30.0, True), workers=1)  # deterministic: every one, whoever ends first
+    assert [q.planner for q in plans] == planners.heuristic_names() and not errors

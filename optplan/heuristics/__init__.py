@@ -7,8 +7,8 @@ import statements an import sorter would reorder.
 
 import importlib
 
-FAMILIES = ("naive", "position_greedy", "greedy_size", "greedy_breadth", "greedy_conflicts", "linear_scan",
-            "best_fit_heap", "first_fit_orders", "peak_stack", "hill_climb", "recycle", "banked_greedy", "staging")
+FAMILIES = ("naive", "peak_stack", "position_greedy", "greedy_size", "greedy_breadth", "greedy_conflicts", "linear_scan",
+            "best_fit_heap", "first_fit_orders", "hill_climb", "recycle", "banked_greedy", "staging")
 
 for _family in FAMILIES:
     importlib.import_module(f"{__name__}.{_family}")

@@ -6,6 +6,7 @@ importing the portfolio, which sits above them.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import time
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from optplan import jit, planners
 from optplan.deadline import Deadline
 from optplan.lifecycle import fork_member, report
 from optplan.objective import Objective
-from optplan.plan import Placement, Plan
+from optplan.plan import Placement, Plan, Status
 from optplan.planners import heuristic_names
 from optplan.problem import Problem, gc_paused
 
@@ -54,6 +55,11 @@ def pilot_order(problem: Problem, names: list[str], seed: int = 0) -> list[str]:
 # of 0.3-0.5 CPU s took 4.2 s wall at load 6 (auto 2.8 s over a 5 s limit); below it a pass takes
 # under 0.1 s, less than a fork and the plans' transfer
 APART_UNITS = 5000
+# and up to this many: above it a plan's way back (its placements to arrays, 12 MB through the pipe,
+# a million Placements rebuilt here: several CPU s) and the fork's start outlast the limit. A
+# million S_1-shaped buffers at 60 s, load 5-6: forked, greedy-conflicts' plan (OPTIMAL) was made
+# but not handed over before the kill (auto: UNKNOWN); here, OPTIMAL (greedy-size) in 63 s in all
+APART_MAX_UNITS = PILOT_UNITS
 # seconds past its deadline before the heuristics' process is killed: passes about to end finish (the
 # time kept after auto's stage to check and write the plan absorbs it). idealloc/S_1 at 5 s, load 6:
 # with 0.05 s auto kept naive's plan (13.7 x the bound) in 3 runs of 5; with 0.5 s greedy-size's
@@ -79,9 +85,9 @@ def run_heuristics(problem: Problem, deadline: Deadline, seed: int = 0, workers:
 
 def apart(problem: Problem, deadline: Deadline) -> bool:
     """Whether the heuristics run in a member process: under a wall-clock limit, on more than
-    ``APART_UNITS`` units, where processes fork, with the kernels compiled (pure-Python passes
-    poll the deadline themselves)."""
-    return (len(problem.units) > APART_UNITS and deadline.limited and not deadline.deterministic
+    ``APART_UNITS`` units and at most ``APART_MAX_UNITS``, where processes fork, with the kernels
+    compiled (pure-Python passes poll the deadline themselves)."""
+    return (APART_UNITS < len(problem.units) <= APART_MAX_UNITS and deadline.limited and not deadline.deterministic
             and "fork" in mp.get_all_start_methods() and not jit.not_compiled())
 
 
@@ -96,10 +102,18 @@ def _run_apart(problem: Problem, deadline: Deadline, seed: int, workers: int, im
     for group in ("validate", "heuristics"):  # loaded here, once, before the fork: numba's start costs 0.5 CPU s
         if jit.compiled(group):
             jit.warmup([group])
+    if jit.compiled("heuristics"):
+        from optplan.heuristics.compiled import arrays
+
+        arrays(problem)  # the time index every heuristic reads, built once here (1M buffers: 3-4 CPU s)
     plans: dict[str, Plan] = {}
-    member = fork_member(lambda d: _run(problem, d, seed, workers, improve, objective,
-                                        deliver=lambda plan: report(_packed(problem, plan)))[1],  # (the plans are sent)
-                         deadline, grace=APART_GRACE, partial=lambda packed: _take(problem, packed, plans))
+    gc.freeze()  # the child's collections leave this process's objects alone: touching them would copy their pages
+    try:
+        member = fork_member(lambda d: _run(problem, d, seed, workers, improve, objective,
+                                            deliver=lambda plan: report(_packed(problem, plan)))[1],  # (the plans are sent)
+                             deadline, grace=APART_GRACE, partial=lambda packed: _take(problem, packed, plans))
+    finally:
+        gc.unfreeze()
     errors: dict[str, str] = member.result() or {}
     why = f"{deadline.cancelled or 'time limit reached'} before it ended (stopped with the heuristics' process)" \
         if member.error is None or deadline.expired() else f"the heuristics' process failed: {member.error}"
@@ -158,7 +172,8 @@ def _run(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1, 
     While the kernels are not compiled under a time limit (``optplan.jit``: pure-Python packing,
     seconds per heuristic on 30k buffers) the limit comes first: a heuristic starts only while
     ``CONSTRUCTIVE_SHARE`` of ``deadline`` lasts (the first always), is cut short at its end, and
-    hill-climb runs only if time is left.
+    hill-climb runs only if time is left. Once a plan is proven optimal (at the lower bound) no
+    other heuristic starts (idealloc/S_1: peak-stack's).
 
     Every plan is judged by ``objective`` (default: the problem's), the one the caller optimises:
     its ``objective_value`` is what picks the warm start.
@@ -193,7 +208,18 @@ def _run(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1, 
         cpu.append(time.thread_time() - c)
         costs.append(time.perf_counter() - t)
 
+    def settled(name: str) -> bool:
+        """A plan proven optimal ends the stage (none can beat it); not on a deterministic
+        deadline, where which finished first must not decide the plan."""
+        done = None if deadline.deterministic else next(
+            (p.planner for p in list(results.values()) if p.status is Status.OPTIMAL), None)
+        if done is not None:
+            errors[name] = f"not run: {done}'s plan is optimal"
+        return done is not None
+
     def affordable(name: str) -> bool:
+        if settled(name):
+            return False
         if first is not deadline and first.expired() and name != constructive[0]:
             errors[name] = f"not run: {deadline.cancelled or 'time limit reached'}"
             return False
@@ -217,6 +243,8 @@ def _run(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1, 
     for name in (n for n in names if improving(n)):
         if not improve:
             errors[name] = "skipped: only constructive heuristics in this mode"
+            continue
+        if settled(name):
             continue
         if first is not deadline and results and deadline.expired():  # it would evaluate its first orders all the same
             errors[name] = f"not run: {deadline.cancelled or 'time limit reached'}"
