@@ -368,3 +368,16 @@ def test_a_plan_at_the_bound_ends_the_heuristic_stage():
     assert all(why == "not run: peak-stack's plan is optimal" for why in errors.values())
     plans, errors = run_heuristics(p, Deadline(30.0, True), workers=1)  # deterministic: every one, whoever ends first
     assert [q.planner for q in plans] == planners.heuristic_names() and not errors
+
+
+def test_pilot_order_ties_keep_the_given_order():
+    """Equal plans on the slice keep the order they were given in, whatever their milliseconds."""
+    from optplan.heuristics.run import improving, pilot_order
+
+    p = Problem(tuple(Buffer(f"b{i}", 1 + i % 3, i, i + 1) for i in range(40)))  # one buffer per step
+    names = [n for n in planners.heuristic_names() if not improving(n)]
+    for order in (names, names[::-1]):
+        got = pilot_order(p, order)
+        value = {n: planners.solve(p, n).objective_value for n in order}
+        assert got == sorted(order, key=lambda n: (value[n], order.index(n)))
+        assert value[got[0]] == 3 and value[got[-1]] > 3  # 3: the bound (naive and recycle do not reuse it all)

@@ -32,7 +32,9 @@ PILOT_UNITS, PILOT_SLICE = 200_000, 3_000
 
 def pilot_order(problem: Problem, names: list[str], seed: int = 0) -> list[str]:
     """``names`` best first by their plans on a slice of the problem: the ``PILOT_SLICE`` buffers
-    of consecutive starts around the step where the load bound is reached (then faster first).
+    of consecutive starts around the step where the load bound is reached (ties in ``names``'
+    order: the slice's milliseconds are noise on a loaded machine, and ordered by them the first
+    heuristic changed from run to run).
     On a million buffers each heuristic costs seconds and only some fit the limit: the slice
     says which to run first, for a second or two."""
     from optplan.bounds import lower_bounds
@@ -43,12 +45,12 @@ def pilot_order(problem: Problem, names: list[str], seed: int = 0) -> list[str]:
     lo = max(0, min(at - PILOT_SLICE // 2, len(order) - PILOT_SLICE))
     sample = problem.with_buffers(problem.buffers[i] for i in np.sort(order[lo:lo + PILOT_SLICE]))
     rank = {}
-    for name in names:
+    for k, name in enumerate(names):
         try:
             plan = planners.solve(sample, name, seed=seed)
-            rank[name] = (not plan.found, plan.objective_value or 0, plan.seconds)
+            rank[name] = (not plan.found, plan.objective_value or 0, k)
         except Exception:  # noqa: BLE001 - it fails on the whole problem too: last
-            rank[name] = (True, 0, float("inf"))
+            rank[name] = (True, 0, k)
     return sorted(names, key=rank.__getitem__)
 # above this many units, under a wall-clock limit, the heuristics run in a process killed at the
 # deadline (``apart``): a compiled pass cannot be interrupted, and on idealloc/S_1 (28.5k units) one
@@ -159,7 +161,8 @@ def _run(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1, 
          objective: Objective | None = None,
          deliver: Callable[[Plan], None] | None = None) -> tuple[list[Plan], dict[str, str]]:
     """The constructive heuristics on ``workers`` threads (the compiled kernels release the GIL),
-    in registry order (above ``PILOT_UNITS`` units with a limit: best first on a slice), each on
+    in registry order (above ``PILOT_UNITS`` units with a limit: best first on a slice, one at a
+    time: a million S_1-shaped buffers, two side by side each took 40-50 s wall at load 6), each on
     ``deadline`` as if run alone with it (a pass that would end late is not started), budgeted by
     what they cost here: each starts while the time left covers the slowest one measured so far,
     and every one starts while they are cheap (all together within ``CHEAP`` CPU seconds: on small
@@ -191,6 +194,7 @@ def _run(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1, 
     if (len(problem.units) > PILOT_UNITS and deadline.limited and not deadline.deterministic and not problem.concurrent
             and first is deadline):
         constructive = pilot_order(problem, constructive, seed)
+        workers = 1  # the best on the slice alone: it ends sooner, and a plan at the bound ends the stage
     t0 = time.perf_counter()
     results: dict[str, Plan] = {}
     errors: dict[str, str] = {}
