@@ -73,10 +73,9 @@ DIVE_SECONDS_PER_PAIR = 3e-8
 # the kernel groups a session's processes (autogroup: the search child and the rest share one group's
 # CPU): minimalloc C at load 6.5, auto - search +1.0 s with nice 5, -0.2/-0.3 s with 19
 RACE_NICE = 19
-# of the time, for the search deciding the proven bound beside the rest in minimize mode (``_SearchRace``)
-FLOOR_RACE_SHARE = 0.5
-# of the time, for which that search keeps its priority over the rest (then both at RACE_NICE)
-FLOOR_FIRST_SHARE = 0.2
+# of the time, for the search deciding the proven bound beside the rest in minimize mode (``_SearchRace``):
+# generated cuts at 10 s, load 6: 0.5 missed pinwheel-12, which the search alone packs in 6.4 s
+FLOOR_RACE_SHARE = 0.8
 RACE_GRACE = 1.0  # seconds past the deadline the answer waits for a rest starved at that priority
 EARLY_SHARE = 0.85  # of the time left: the early search's limit (validating and sending 28k placements back takes seconds at load 15)
 # of a part's time where units choose memories: the staging relaxation and its selections packed exactly
@@ -267,12 +266,12 @@ class _SearchRace:
     (``_floor_search``: the load bound, one grid unit higher after each refutation): a plan there
     is optimal. Most instances with a known optimum have it at the load bound, and the rest of auto
     got there later than the search alone at a capacity (the heuristics, then the search's
-    minimization, which gives the bound a quarter of its time). The search has priority for
-    ``FLOOR_FIRST_SHARE`` of the time and races at the rest's until ``FLOOR_RACE_SHARE``, so that,
-    where the optimum lies above the bound, the rest gets the CPU back for the plan the user keeps
-    (minimalloc D at load 6, 60 s: 1053696 with the rest starved for 30 s, 1035264 without the race).
-    The rest's heuristics run at its own priority: starved, they left auto without any plan in
-    10 s (guillotine-1 at load 7)."""
+    minimization, which gives the bound a quarter of its time). The race ends after
+    ``FLOOR_RACE_SHARE`` of the time: where the optimum lies above the bound, the rest, starved
+    until then on a busy machine (not on an idle one: the search takes one core), gets the CPU
+    back for the plan the user keeps (minimalloc D, 60 s, load 5-8: 1035264 without the race,
+    1042432-1050624 with it). The rest's heuristics run at the caller's priority: starved, they
+    left auto without any plan in 10 s (guillotine-1, load 7)."""
 
     def __init__(self, member: Member, searching: Deadline, rest: Deadline, floor: bool = False) -> None:
         self.member, self.searching, self.rest, self.floor = member, searching, rest, floor
@@ -297,8 +296,7 @@ class _SearchRace:
         mine = max(1, workers // 2)
         searching = deadline.part(FLOOR_RACE_SHARE * deadline.left() if floor else None)
         if floor:
-            first = FLOOR_FIRST_SHARE * deadline.left()
-            member = fork_member(lambda d: _floor_search(problem, name, d, seed, mine, first), searching, grace=1.0)
+            member = fork_member(lambda d: _floor_search(problem, name, d, seed, mine), searching, grace=1.0)
         else:
             member = fork_member(lambda d: planners.solve(problem, name, deadline=d, seed=seed, objective=objective,
                                                           workers=mine), searching, grace=1.0)
@@ -369,18 +367,11 @@ class _SearchRace:
         return replace(result, stats=stats)
 
 
-def _floor_search(problem: Problem, name: str, deadline: Deadline, seed: int, workers: int,
-                  first: float | None = None) -> tuple[Plan, dict[str, int]]:
+def _floor_search(problem: Problem, name: str, deadline: Deadline, seed: int, workers: int) -> tuple[Plan, dict[str, int]]:
     """Search planner ``name`` on a one-memory ``problem`` in feasibility mode at its proven bound
     (the load bound, then the bound each refutation proves: one grid unit higher) until a plan
     fits, the memory's own capacity is refuted, or ``deadline`` ends. Returns the last answer and
-    the bound proven: a plan found fits within it, so it is optimal. After ``first`` seconds this
-    thread drops to the rest's priority (``RACE_NICE``): where the bound takes long to decide, the
-    optimum is often above it, and the rest, starved until then on a busy machine, makes the plan."""
-    if first is not None:
-        timer = threading.Timer(first, _lower_priority, (RACE_NICE, threading.get_native_id()))
-        timer.daemon = True
-        timer.start()
+    the bound proven: a plan found fits within it, so it is optimal."""
     memory = problem.memories[0]
     cap = lower_bounds(problem).lower[memory.name]
     while True:
@@ -392,13 +383,13 @@ def _floor_search(problem: Problem, name: str, deadline: Deadline, seed: int, wo
         if deadline.expired() or (memory.capacity is not None and cap > memory.capacity):
             return plan, {memory.name: cap}
 
-def _lower_priority(nice: int, tid: int | None = None) -> None:
-    """This thread (or thread ``tid``), and the threads it starts, ``nice`` steps lower in priority
-    (Linux: nice values are per thread; elsewhere nothing is changed)."""
+def _lower_priority(nice: int) -> None:
+    """This thread, and the threads it starts, ``nice`` steps lower in priority (Linux: nice values
+    are per thread; elsewhere nothing is changed)."""
     if sys.platform != "linux":
         return
     try:
-        tid = threading.get_native_id() if tid is None else tid
+        tid = threading.get_native_id()
         os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
     except OSError:
         pass

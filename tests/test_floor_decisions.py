@@ -105,7 +105,7 @@ def test_the_bound_the_race_proved_reaches_the_rests_plan(monkeypatch) -> None:
     p = _problem(GADGET, scale=1024)
     real = portfolio._floor_search
 
-    def refute_only(problem, name, deadline, seed, workers, first=None):
+    def refute_only(problem, name, deadline, seed, workers):
         plan, proven = real(Problem(problem.buffers, (Memory("mem", capacity=7 * 1024),)), name, deadline, seed, workers)
         return replace(plan, placements={}, status=Status.UNKNOWN), proven
 
