@@ -125,13 +125,11 @@ def auto(problem: Problem, deadline: Deadline, workers: int | None = None, seed:
     race = _SearchRace.start(problem, deadline, objective, seed, workers)
     if race is None:
         return _auto(problem, deadline, workers, seed, objective, progress)
-    lower = functools.partial(_lower_priority, RACE_NICE) if race.floor else None  # (the heuristics first, see beside)
-    return race.settle(race.beside(lambda: _auto(problem, race.rest, workers, seed, objective, progress, lower)))
+    return race.settle(race.beside(lambda: _auto(problem, race.rest, workers, seed, objective, progress)))
 
 
-def _auto(problem: Problem, deadline: Deadline, workers: int, seed: int, objective: Objective, progress,
-          heuristics_done: Callable[[], None] | None = None) -> Result:
-    """``auto`` but for the search's race (``heuristics_done``: called when the heuristics are)."""
+def _auto(problem: Problem, deadline: Deadline, workers: int, seed: int, objective: Objective, progress) -> Result:
+    """``auto`` but for the search's race."""
     t0 = time.perf_counter()
     left = deadline.left()  # keep time to merge and validate the plan (about 1 s per 30k buffers)
     work = deadline.part(left - min(0.1 * left, 0.2 + 1e-4 * len(problem.buffers))) if deadline.limited else deadline
@@ -144,8 +142,6 @@ def _auto(problem: Problem, deadline: Deadline, workers: int, seed: int, objecti
     staging = objective.benefit_first and any(len(u.memories) > 1 for u in problem.units)
     heur, errors = run_heuristics(problem, work, seed, workers - (early is not None),
                                   improve=objective.optimizes and not staging, objective=objective)
-    if heuristics_done is not None:
-        heuristics_done()
     stats: dict[str, object] = {"heuristics": {p.planner: p.objective_value for p in heur},
                                 "heuristics_seconds": {p.planner: round(p.seconds, 2) for p in heur}}
     if early is not None:
@@ -267,11 +263,11 @@ class _SearchRace:
     is optimal. Most instances with a known optimum have it at the load bound, and the rest of auto
     got there later than the search alone at a capacity (the heuristics, then the search's
     minimization, which gives the bound a quarter of its time). The race ends after
-    ``FLOOR_RACE_SHARE`` of the time: where the optimum lies above the bound, the rest, starved
-    until then on a busy machine (not on an idle one: the search takes one core), gets the CPU
-    back for the plan the user keeps (minimalloc D, 60 s, load 5-8: 1035264 without the race,
-    1042432-1050624 with it). The rest's heuristics run at the caller's priority: starved, they
-    left auto without any plan in 10 s (guillotine-1, load 7)."""
+    ``FLOOR_RACE_SHARE`` of the time. Here the rest keeps the caller's priority: at nice 19 (after
+    its heuristics; before them it was left without any plan in 10 s) its CP-SAT decisions at the
+    bound, which pack or refute what the search does not, starved on a busy machine (load 6,
+    generated cuts at 10 s: 63/70 proven against 65/70 at equal priority; tight, 15 s: 6/10
+    against 7/10), and so did its plan where the optimum lies above the bound (minimalloc D)."""
 
     def __init__(self, member: Member, searching: Deadline, rest: Deadline, floor: bool = False) -> None:
         self.member, self.searching, self.rest, self.floor = member, searching, rest, floor
@@ -304,16 +300,16 @@ class _SearchRace:
         return cls(member, searching, deadline.part(None), floor)
 
     def beside(self, rest: Callable[[], Result]) -> Result | None:
-        """``rest()`` on a thread of lower priority (``RACE_NICE``), and the threads it starts (CP-SAT's,
-        the heuristics'): on a busy machine the search keeps the core it has when run alone (on
-        minimalloc A at load 1.5-2.7 the search took 3.4-4.0 s beside CP-SAT at equal priority, 1.8 s
-        alone). None when the search settled first, or (feasibility mode) the rest is still running
+        """``rest()`` on a thread of lower priority (``RACE_NICE``; not in minimize mode), and the
+        threads it starts (CP-SAT's, the heuristics'): on a busy machine the search keeps the core it
+        has when run alone (on minimalloc A at load 1.5-2.7 the search took 3.4-4.0 s beside CP-SAT
+        at equal priority, 1.8 s alone). None when the search settled first, or (feasibility mode) the rest is still running
         ``RACE_GRACE`` after the deadline: halted or out of time, it winds down on its own (a model
         being built, a member's answer) instead of holding the answer back."""
         out: list[Result | BaseException] = []
 
         def run() -> None:
-            if not self.floor:  # minimize mode: after the heuristics (``auto``), so that there is a plan
+            if not self.floor:  # minimize mode: the rest's CP-SAT proves what the search does not (see start)
                 _lower_priority(RACE_NICE)
             try:
                 out.append(rest())
