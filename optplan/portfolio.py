@@ -76,6 +76,7 @@ RACE_NICE = 19
 # of the time, for the search deciding the proven bound beside the rest in minimize mode (``_SearchRace``):
 # generated cuts at 10 s, load 6: 0.5 missed pinwheel-12, which the search alone packs in 6.4 s
 FLOOR_RACE_SHARE = 0.8
+_FLOOR_RACE = threading.local()  # ``on`` in the thread of the rest of auto that races the search at the bound
 RACE_GRACE = 1.0  # seconds past the deadline the answer waits for a rest starved at that priority
 EARLY_SHARE = 0.85  # of the time left: the early search's limit (validating and sending 28k placements back takes seconds at load 15)
 # of a part's time where units choose memories: the staging relaxation and its selections packed exactly
@@ -263,11 +264,14 @@ class _SearchRace:
     is optimal. Most instances with a known optimum have it at the load bound, and the rest of auto
     got there later than the search alone at a capacity (the heuristics, then the search's
     minimization, which gives the bound a quarter of its time). The race ends after
-    ``FLOOR_RACE_SHARE`` of the time. Here the rest keeps the caller's priority: at nice 19 (after
-    its heuristics; before them it was left without any plan in 10 s) its CP-SAT decisions at the
+    ``FLOOR_RACE_SHARE`` of the time. Here the rest keeps the caller's priority, but for its own
+    search members (``RACE_NICE``: they repeat much of this one's work). At nice 19 (after its
+    heuristics; before them it was left without any plan in 10 s) its CP-SAT decisions at the
     bound, which pack or refute what the search does not, starved on a busy machine (load 6,
     generated cuts at 10 s: 63/70 proven against 65/70 at equal priority; tight, 15 s: 6/10
-    against 7/10), and so did its plan where the optimum lies above the bound (minimalloc D)."""
+    against 7/10), and so did its plan where the optimum lies above the bound (minimalloc D). With
+    its search members at equal priority too, this search got a third of the CPU (E not proven in
+    60 s at load 8, the search alone 16.8 s)."""
 
     def __init__(self, member: Member, searching: Deadline, rest: Deadline, floor: bool = False) -> None:
         self.member, self.searching, self.rest, self.floor = member, searching, rest, floor
@@ -309,7 +313,9 @@ class _SearchRace:
         out: list[Result | BaseException] = []
 
         def run() -> None:
-            if not self.floor:  # minimize mode: the rest's CP-SAT proves what the search does not (see start)
+            if self.floor:  # minimize mode: the rest's CP-SAT proves what the search does not (see start)
+                _FLOOR_RACE.on = True  # its own search members give way (``_race``)
+            else:
                 _lower_priority(RACE_NICE)
             try:
                 out.append(rest())
@@ -713,8 +719,14 @@ def _race(part: Part, clock: Deadline, settings: Settings, objective: Objective,
     mine = max(1, settings.workers // 2)
     searching, exact_clock = clock.part(None), clock.part(None)
     caps = None if goal is None else {m: v * part.scale for m, v in goal.items()}
-    member = fork_member(lambda d: planners.solve(part.sub_problem, name, deadline=d, seed=seed, objective=objective,
-                                                  workers=mine, goal=caps), searching)
+    quiet = getattr(_FLOOR_RACE, "on", False)  # the search at the bound runs beside: this one gives way to it
+
+    def search(d: Deadline) -> Plan:
+        if quiet:
+            _lower_priority(RACE_NICE)
+        return planners.solve(part.sub_problem, name, deadline=d, seed=seed, objective=objective, workers=mine, goal=caps)
+
+    member = fork_member(search, searching)
     verdict: list[Result | None] = [None]
 
     def wait() -> None:
