@@ -307,9 +307,9 @@ class _SearchRace:
         """``rest()`` on a thread of lower priority (``RACE_NICE``; not in minimize mode), and the
         threads it starts (CP-SAT's, the heuristics'): on a busy machine the search keeps the core it
         has when run alone (on minimalloc A at load 1.5-2.7 the search took 3.4-4.0 s beside CP-SAT
-        at equal priority, 1.8 s alone). None when the search settled first, or (feasibility mode) the rest is still running
-        ``RACE_GRACE`` after the deadline: halted or out of time, it winds down on its own (a model
-        being built, a member's answer) instead of holding the answer back."""
+        at equal priority, 1.8 s alone). None when the search settled first, or (feasibility mode)
+        the rest is still running ``RACE_GRACE`` after the deadline: halted or out of time, it winds
+        down on its own (a model being built, a member's answer) instead of holding the answer back."""
         out: list[Result | BaseException] = []
 
         def run() -> None:
@@ -721,12 +721,12 @@ def _race(part: Part, clock: Deadline, settings: Settings, objective: Objective,
     caps = None if goal is None else {m: v * part.scale for m, v in goal.items()}
     quiet = getattr(_FLOOR_RACE, "on", False)  # the search at the bound runs beside: this one gives way to it
 
-    def search(d: Deadline) -> Plan:
+    def searching_member(d: Deadline) -> Plan:
         if quiet:
             _lower_priority(RACE_NICE)
         return planners.solve(part.sub_problem, name, deadline=d, seed=seed, objective=objective, workers=mine, goal=caps)
 
-    member = fork_member(search, searching)
+    member = fork_member(searching_member, searching)
     verdict: list[Result | None] = [None]
 
     def wait() -> None:
