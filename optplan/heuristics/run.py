@@ -67,6 +67,9 @@ APART_MAX_UNITS = PILOT_UNITS
 # with 0.05 s auto kept naive's plan (13.7 x the bound) in 3 runs of 5; with 0.5 s greedy-size's
 # (1.0249, as in-process) in 3 of 3, main 4.2-4.6 s (in-process: 5.2-5.7 s, and +2.8 s at load 6.6)
 APART_GRACE = 0.5
+# what runs here when the heuristics' process finished nothing in time: as cheap as naive (0.1 CPU s
+# on idealloc/S_1) and there at the load bound, where naive's plan is 13.7 x it (auto S_1 at 5 s, load 8)
+FALLBACK = "peak-stack"
 CONSTRUCTIVE_SHARE = 0.5  # without compiled kernels: of a limited deadline, after which no heuristic starts
 
 
@@ -97,8 +100,8 @@ def _run_apart(problem: Problem, deadline: Deadline, seed: int, workers: int, im
                objective: Objective | None) -> tuple[list[Plan], dict[str, str]]:
     """``_run`` in a forked member that hands over each plan as it is finished (its placements as
     two arrays: a plan of 28.5k buffers pickles in 0.15 CPU s, its arrays in 6 ms), killed
-    ``APART_GRACE`` seconds after ``deadline``. If none was finished by then, the first constructive
-    heuristic (naive: 0.2 s on 28.5k buffers) runs here to its end: the caller needs a plan to
+    ``APART_GRACE`` seconds after ``deadline``. If none was finished by then, ``FALLBACK`` (or the first
+    constructive heuristic when it does not take the problem) runs here to its end: the caller needs a plan to
     start from (at load 7, with little of a 5 s limit left after reading idealloc/S_1, auto had
     none and answered UNKNOWN)."""
     for group in ("validate", "heuristics"):  # loaded here, once, before the fork: numba's start costs 0.5 CPU s
@@ -119,7 +122,8 @@ def _run_apart(problem: Problem, deadline: Deadline, seed: int, workers: int, im
     errors: dict[str, str] = member.result() or {}
     why = f"{deadline.cancelled or 'time limit reached'} before it ended (stopped with the heuristics' process)" \
         if member.error is None or deadline.expired() else f"the heuristics' process failed: {member.error}"
-    first = next(n for n in _names(problem) if not improving(n))
+    names = [n for n in _names(problem) if not improving(n)]
+    first = FALLBACK if FALLBACK in names else names[0]
     if not plans and not deadline.cancelled:  # nothing in time (a loaded machine): the first anyway, here, as ``_run`` does
         errors.pop(first, None)
         plans[first] = planners.solve(problem, first, seed=seed, objective=objective)
