@@ -122,15 +122,16 @@ def _run_apart(problem: Problem, deadline: Deadline, seed: int, workers: int, im
     errors: dict[str, str] = member.result() or {}
     why = f"{deadline.cancelled or 'time limit reached'} before it ended (stopped with the heuristics' process)" \
         if member.error is None or deadline.expired() else f"the heuristics' process failed: {member.error}"
-    names = [n for n in _names(problem) if not improving(n)]
-    first = FALLBACK if FALLBACK in names else names[0]
+    names = _names(problem)
+    constructive = [n for n in names if not improving(n)]
+    first = FALLBACK if FALLBACK in constructive else constructive[0]
     if not plans and not deadline.cancelled:  # nothing in time (a loaded machine): the first anyway, here, as ``_run`` does
         errors.pop(first, None)
         plans[first] = planners.solve(problem, first, seed=seed, objective=objective)
-    for name in _names(problem):
+    for name in names:
         if name not in plans and name not in errors:
             errors[name] = why
-    return [plans[n] for n in _names(problem) if n in plans], errors
+    return [plans[n] for n in names if n in plans], errors
 
 
 def _packed(problem: Problem, plan: Plan) -> tuple[Plan, np.ndarray | None, np.ndarray | None]:

@@ -229,17 +229,8 @@ def first_descent(inst: Instance, cap: int, clock: Deadline, seed: int = 0) -> t
     if inst.large or inst.n == 0:
         return None, stats
     o = orderings(inst, seed)[0]
-    out = np.zeros(inst.n, np.int64)
-    stop = np.zeros(1, np.int64)
-    t0 = time.perf_counter()
-    with _stopped_at(clock, stop, 2 * inst.n):
-        status, nodes = kernel.search(o.arrays, RULES, np.int64(cap), np.int64(2 * inst.n), stop, out, *NO_TABLE)
-    stats.seconds, stats.nodes, stats.runs = time.perf_counter() - t0, nodes, 1
-    clock.spend(nodes / NODES_PER_SECOND)
-    if status != kernel.FOUND:
-        return None, stats
-    stats.winners[o.name] = 1
-    return o.unpermute(out), stats
+    status, out = _run(o, inst.n, cap, clock, np.zeros(1, np.int64), 0, 2 * inst.n, stats)  # no failed-state table
+    return (o.unpermute(out) if status == kernel.FOUND else None), stats
 
 
 @contextmanager
