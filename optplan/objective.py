@@ -187,7 +187,7 @@ class Objective:
         from optplan.plan import peaks
 
         w = self.weights(problem)
-        weighted = sum(w[m] * v for m, v in peaks(problem, dict(placements)).items())
+        weighted = sum(w[m] * v for m, v in peaks(problem, placements).items())
         return self.combine(problem, weighted, self.lost(problem, placements) if self.counts_benefit else 0)
 
     def bound(self, problem: Problem, lower: Mapping[str, int], lost: int | None = None) -> int:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import weakref
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from operator import attrgetter
@@ -13,7 +14,7 @@ from numba import njit
 
 from optplan import jit
 from optplan.objective import BENEFIT, Objective
-from optplan.problem import INT64_MAX, distinct
+from optplan.problem import INT64_MAX, distinct, gc_paused
 
 if TYPE_CHECKING:
     from optplan.problem import Problem
@@ -32,11 +33,82 @@ class Placement:
     offset: int
 
 
+class Layout(Mapping[str, Placement]):
+    """Placements as arrays in a problem's buffer order: each buffer's memory (an index into
+    ``names``) and offset, as the compiled packers make them. ``Placement`` objects are made only
+    when one is read: a million of them take seconds to build, and ``offsets``, ``peaks``, the
+    validator and the CSV writer read the arrays instead. The arrays are read-only, so a check
+    passed once holds (``checked``, ``mark_checked``)."""
+
+    __slots__ = ("ids", "names", "where", "offset", "_index", "_checked")
+
+    def __init__(self, ids: list[str], names: tuple[str, ...], where: np.ndarray, offset: np.ndarray) -> None:
+        if not len(ids) == len(where) == len(offset):
+            raise ValueError(f"{len(ids)} ids, {len(where)} memories and {len(offset)} offsets")
+        self.ids, self.names = ids, tuple(names)
+        self.where, self.offset = np.asarray(where, np.int64), np.asarray(offset, np.int64)
+        self.where.setflags(write=False)
+        self.offset.setflags(write=False)
+        self._index: dict[str, int] | None = None
+        self._checked: weakref.ref[Problem] | None = None
+
+    def _position(self) -> dict[str, int]:
+        if self._index is None:
+            with gc_paused():
+                self._index = dict(zip(self.ids, range(len(self.ids))))
+        return self._index
+
+    def __getitem__(self, key: str) -> Placement:
+        k = self._position()[key]
+        return Placement(self.names[int(self.where[k])], int(self.offset[k]))
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._position()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.ids)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def items(self):  # type: ignore[override]
+        """All (id, Placement) pairs, built in one pass (not a look-up per id)."""
+        with gc_paused():
+            return list(zip(self.ids, self.values()))
+
+    def values(self):  # type: ignore[override]
+        with gc_paused():
+            return list(map(Placement, map(self.names.__getitem__, self.where.tolist()), self.offset.tolist()))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Layout) and other.ids == self.ids:
+            names = np.array(self.names, object)
+            return bool((names[self.where] == np.array(other.names, object)[other.where]).all()
+                        and (self.offset == other.offset).all())
+        return isinstance(other, Mapping) and dict(self.items()) == dict(other.items())
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return Layout, (self.ids, self.names, np.array(self.where), np.array(self.offset))  # (unchecked)
+
+    def checked(self, problem: Problem) -> bool:
+        """The validator passed this plan for ``problem`` (the same object) already."""
+        return self._checked is not None and self._checked() is problem
+
+    def mark_checked(self, problem: Problem) -> None:
+        self._checked = weakref.ref(problem)
+
+    def on(self, problem: Problem) -> bool:
+        """Its arrays are in ``problem``'s buffer order (made for that problem's buffers)."""
+        return self.ids is problem.columns.ids or self.ids == problem.columns.ids
+
+
 @dataclass
 class Plan:
     """The answer of a planner. Built by ``optplan.planners`` after the validator passed it."""
 
-    placements: dict[str, Placement]
+    placements: Mapping[str, Placement]
     status: Status
     planner: str
     peak: dict[str, int]  # memory -> highest byte used + 1
@@ -109,6 +181,9 @@ def offsets(problem: Problem, placements: Mapping[str, Placement]) -> np.ndarray
     (the callers' general paths handle, or report, those)."""
     if len(problem.memories) != 1 or len(placements) != len(problem.buffers):
         return None
+    layout = layout_of(problem, placements)
+    if layout is not None:  # the arrays themselves (read-only)
+        return None if layout.where.any() else layout.offset
     try:
         got = list(map(placements.__getitem__, problem.columns.ids))
     except KeyError:
@@ -122,11 +197,25 @@ def offsets(problem: Problem, placements: Mapping[str, Placement]) -> np.ndarray
         return None
 
 
+def layout_of(problem: Problem, placements: Mapping[str, Placement]) -> Layout | None:
+    """``placements`` if it is a ``Layout`` of ``problem``'s buffers and memories, else None."""
+    if isinstance(placements, Layout) and placements.names == problem.memory_names and placements.on(problem):
+        return placements
+    return None
+
+
 def peaks(problem: Problem, placements: Mapping[str, Placement]) -> dict[str, int]:
     """Highest byte used + 1 in each memory (0 for an empty one)."""
     out = {m: 0 for m in problem.memory_names}
-    off = offsets(problem, placements)
     size = problem.columns.size
+    layout = layout_of(problem, placements)
+    if layout is not None and len(problem.memories) > 1 and len(size) and (
+            int(layout.offset.max()) <= INT64_MAX - int(size.max())):
+        top = np.zeros(len(out), np.int64)
+        held = size > 0
+        np.maximum.at(top, layout.where[held], (layout.offset + size)[held])
+        return dict(zip(out, map(int, top)))
+    off = offsets(problem, placements)
     if off is not None and len(off) and int(off.max()) <= INT64_MAX - int(size.max()):  # no int64 sum wraps
         out[problem.memories[0].name] = int((off + size)[size > 0].max(initial=0))
         return out
@@ -154,7 +243,7 @@ class UsageCurve:
         return int(self.times[int(np.argmax(self.top))])
 
 
-def usage_curve(problem: Problem, placements: dict[str, Placement], memory: str) -> UsageCurve:
+def usage_curve(problem: Problem, placements: Mapping[str, Placement], memory: str) -> UsageCurve:
     """Live bytes and highest used byte over time in ``memory`` (for reports and plots).
 
     Live bytes leave out gaps and count only a gap's window; an active buffer's highest byte is

@@ -15,7 +15,7 @@ import inspect
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from os import PathLike
 
@@ -24,7 +24,7 @@ from optplan.bounds import lower_bounds
 from optplan.deadline import Deadline, current, running
 from optplan.errors import OptplanError, PlannerBug
 from optplan.objective import Objective
-from optplan.plan import Placement, Plan, Status, peaks
+from optplan.plan import Layout, Placement, Plan, Status, peaks
 from optplan.problem import Problem
 from optplan.validate import validate
 
@@ -41,7 +41,7 @@ _PLANNER_MODULES = (
 class Result:
     """What a planner function returns before the library checks it."""
 
-    placements: dict[str, Placement] | None  # None: no plan found
+    placements: Mapping[str, Placement] | None  # None: no plan found
     proven_optimal: bool = False  # the solver proved no better plan exists
     proven_infeasible: bool = False  # the solver proved no plan fits the capacities
     bound: dict[str, int] | None = None  # per-memory lower bounds the solver proved
@@ -149,11 +149,11 @@ def _planning_part(problem: Problem, deadline: Deadline) -> Deadline:
     if not deadline.limited or deadline.deterministic:
         return deadline
     left = deadline.left()
-    finish = FINISH_SECONDS_PER_BUFFER * len(problem.buffers) * _slowdown()
+    finish = FINISH_SECONDS_PER_BUFFER * len(problem.buffers) * slowdown()
     return deadline.part(left - min(FINISH_SHARE * left, finish))
 
 
-def _slowdown() -> float:
+def slowdown() -> float:
     """Wall seconds per CPU second of one thread now: the load average per core (this process
     included), at least 1 (1 where the system does not say)."""
     try:
@@ -226,7 +226,8 @@ def finish(problem: Problem, result: Result, name: str, seconds: float, objectiv
     if result.proven_optimal:
         objective_bound = value
     status = Status.OPTIMAL if optimal else Status.FEASIBLE
-    return Plan(dict(result.placements), status, name, peak, lower, seconds, objective, value,
+    placements = result.placements if isinstance(result.placements, Layout) else dict(result.placements)  # (read-only)
+    return Plan(placements, status, name, peak, lower, seconds, objective, value,
                 objective_bound, result.message, dict(result.stats),
                 objective.components(problem, value, objective_bound))
 

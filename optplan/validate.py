@@ -7,6 +7,7 @@ read off the buffers here), so a bug shared by the planners' model of the proble
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from optplan import jit
-from optplan.plan import Placement, offsets
+from optplan.plan import Layout, Placement, offsets
 from optplan.problem import INT64_MAX, Buffer, Problem
 
 # Up to this many buffers per memory the sweep runs in Python (0.5 s at 28k) unless numba is up
@@ -32,9 +33,16 @@ class Violation:
         return f"buffer {self.buffer!r}: {self.kind}: {self.message}"
 
 
-def validate(problem: Problem, placements: dict[str, Placement], limit: int = 100) -> list[Violation]:
-    """All violations of the plan (at most ``limit`` overlaps are listed); empty means valid."""
+def validate(problem: Problem, placements: Mapping[str, Placement], limit: int = 100) -> list[Violation]:
+    """All violations of the plan (at most ``limit`` overlaps are listed); empty means valid.
+    A ``Layout`` (read-only arrays) found valid for this problem is not checked again (auto hands
+    its best heuristic's plan on: a million buffers, seconds)."""
+    layout = placements if isinstance(placements, Layout) else None
+    if layout is not None and layout.checked(problem):
+        return []
     if _plain_valid(problem, placements):
+        if layout is not None:
+            layout.mark_checked(problem)
         return []
     out: list[Violation] = []
     mems = {m.name: m for m in problem.memories}
@@ -78,7 +86,7 @@ def validate(problem: Problem, placements: dict[str, Placement], limit: int = 10
     return out
 
 
-def _plain_valid(problem: Problem, placements: dict[str, Placement]) -> bool:
+def _plain_valid(problem: Problem, placements: Mapping[str, Placement]) -> bool:
     """A plan for a single-memory problem of plain buffers (``Columns.plain``) checked as arrays,
     in O(n log n) (a million buffers in about a second): True when it is valid; False sends it
     to the general checks, which list what is wrong."""
@@ -115,7 +123,7 @@ def _relative_roots(problem: Problem) -> dict[str, str]:
     return roots
 
 
-def _overlaps(problem: Problem, placements: dict[str, Placement], mems: dict, limit: int) -> list[Violation]:
+def _overlaps(problem: Problem, placements: Mapping[str, Placement], mems: dict, limit: int) -> list[Violation]:
     """Pairs in one memory that share both a time step and a byte (sweep over sorted starts;
     only pairs whose lifetimes and byte ranges meet get the finer test of their gaps)."""
     if problem.concurrent:
@@ -226,7 +234,7 @@ def _clash(a: Buffer, oa: int, c: Buffer, oc: int) -> tuple[tuple[int, int], tup
     return None
 
 
-def _concurrent_overlaps(problem: Problem, placements: dict[str, Placement], mems: dict, limit: int) -> list[Violation]:
+def _concurrent_overlaps(problem: Problem, placements: Mapping[str, Placement], mems: dict, limit: int) -> list[Violation]:
     """Vector clocks: pairs in one memory sharing a byte in spans whose clocks are concurrent
     (neither ends, in every stream, before the other starts), read off the raw clocks and gaps
     (sweep over sorted offsets; buffers placed relative to one another are the user's layout)."""

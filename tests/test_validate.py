@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from optplan import Buffer, Memory, Placement, Problem, RelativePlacement, validate
+from optplan.plan import Layout
 
 MEMS = (Memory("sram", capacity=64, alignment=8), Memory("dram"))
 
@@ -90,3 +92,46 @@ def test_overlap_message_names_both_buffers() -> None:
     p = Problem((Buffer("a", 16, 0, 4), Buffer("b", 16, 3, 6)), MEMS)
     (v,) = validate(p, {"a": Placement("sram", 0), "b": Placement("sram", 8)})
     assert str(v) == "buffer 'a': overlap: overlaps 'b' in 'sram': time [3, 4) and bytes [8, 16)"
+
+
+def _layout_case() -> tuple[Problem, Layout]:
+    p = Problem.from_columns(["a", "b", "c"], np.array([0, 3, 1]), np.array([4, 6, 5]), np.array([16, 16, 8]),
+                             memories=(Memory("sram", capacity=64),))
+    return p, Layout(p.columns.ids, p.memory_names, np.zeros(3, np.int64), np.array([0, 16, 32]))
+
+
+def test_a_layout_reads_as_its_placements_and_is_checked_once(monkeypatch) -> None:
+    """A plan as arrays (``Layout``, what the compiled heuristics return) is the same mapping as
+    its placements, valid or not; found valid for a problem, it is not checked again for it (auto
+    hands its heuristic's plan on), but it is for another problem."""
+    import pickle
+    import sys
+
+    validate_module = sys.modules["optplan.validate"]  # (the package's ``validate`` is the function)
+
+    p, layout = _layout_case()
+    same = {"a": Placement("sram", 0), "b": Placement("sram", 16), "c": Placement("sram", 32)}
+    assert layout == same and dict(layout.items()) == same and layout["c"] == Placement("sram", 32)
+    assert "c" in layout and "z" not in layout and list(layout) == ["a", "b", "c"] and len(layout) == 3
+    assert pickle.loads(pickle.dumps(layout)) == layout
+    with pytest.raises(ValueError):
+        layout.offset[0] = 8  # read-only: a check passed once holds
+    bad = Layout(p.columns.ids, p.memory_names, np.zeros(3, np.int64), np.array([0, 8, 32]))
+    assert kinds(p, bad) == kinds(p, {**same, "b": Placement("sram", 8)}) == ["overlap"]
+    calls = []
+    real = validate_module._plain_valid
+    monkeypatch.setattr(validate_module, "_plain_valid", lambda *a: calls.append(1) or real(*a))
+    assert validate(p, layout) == [] and validate(p, layout) == [] and len(calls) == 1
+    other = Problem.from_columns(["a", "b", "c"], np.array([0, 3, 1]), np.array([4, 6, 5]), np.array([16, 16, 8]),
+                                 memories=(Memory("sram", capacity=16),))
+    assert kinds(other, layout) == ["capacity", "capacity"] and len(calls) == 2
+
+
+def test_a_layout_on_several_memories_checks_each() -> None:
+    p = Problem.from_columns(["a", "b"], np.array([0, 0]), np.array([4, 4]), np.array([16, 16]), memories=MEMS)
+    apart = Layout(p.columns.ids, p.memory_names, np.array([0, 1]), np.array([0, 0]))
+    together = Layout(p.columns.ids, p.memory_names, np.array([1, 1]), np.array([0, 8]))
+    assert validate(p, apart) == [] and kinds(p, together) == ["overlap"]
+    from optplan.plan import peaks
+
+    assert peaks(p, apart) == peaks(p, dict(apart.items())) == {"sram": 16, "dram": 16}

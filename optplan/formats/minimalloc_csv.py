@@ -18,7 +18,7 @@ from operator import attrgetter
 import numpy as np
 
 from optplan.errors import FormatError, ProblemError
-from optplan.plan import Placement, Plan
+from optplan.plan import Placement, Plan, offsets
 from optplan.problem import INT64_MAX, Buffer, Gap, Memory, Problem
 
 _KNOWN = {"id", "lower", "upper", "size", "alignment", "hint", "offset", "gaps", "benefit"}
@@ -165,8 +165,9 @@ def plan_to_csv(problem: Problem, plan: Plan) -> str:
     cols = problem.columns
     joined = "\n".join(cols.ids)
     if cols.plain and not any(c in joined for c in ',"\r') and joined.count("\n") == len(cols.ids) - 1:  # nothing to quote
-        offsets = map(attrgetter("offset"), map(plan.placements.__getitem__, cols.ids))
-        rows = map("{},{},{},{},{}\n".format, cols.ids, cols.start.tolist(), cols.end.tolist(), cols.size.tolist(), offsets)
+        off = offsets(problem, plan.placements)  # the plan's own array if it has one (``Layout``)
+        column = off.tolist() if off is not None else map(attrgetter("offset"), map(plan.placements.__getitem__, cols.ids))
+        rows = map("{},{},{},{},{}\n".format, cols.ids, cols.start.tolist(), cols.end.tolist(), cols.size.tolist(), column)
         return "id,lower,upper,size,offset\n" + "".join(rows)
     gaps = any(b.gaps for b in problem.buffers)
     out = io.StringIO()

@@ -29,14 +29,14 @@ from __future__ import annotations
 import heapq
 import itertools
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 import numpy as np
 from numba import njit
 
 from optplan.objective import Objective
-from optplan.plan import Placement
+from optplan.plan import Layout, Placement
 from optplan.problem import Problem, Unit, distinct, gc_paused
 
 _POLICY = {"first": 0, "best": 1, "heap": 2}
@@ -1033,9 +1033,12 @@ def _run(problem: Problem, order: np.ndarray, policy: str, only: int, skip: bool
                  a.fixed, a.m_ptr, a.m_mem, a.m_mod, a.m_res, a.capacity, _POLICY[policy], only, skip, weight, stop)
 
 
-def placements(problem: Problem, off: np.ndarray, where: np.ndarray, only: np.ndarray | None = None) -> dict[str, Placement]:
-    """The placements of the units (all, or the indices ``only``) at ``off`` in memories ``where``."""
+def placements(problem: Problem, off: np.ndarray, where: np.ndarray, only: np.ndarray | None = None) -> Mapping[str, Placement]:
+    """The placements of the units (all, or the indices ``only``) at ``off`` in memories ``where``:
+    the arrays themselves (``Layout``) when every buffer is a unit of its own and all are placed."""
     names = arrays(problem).names
+    if problem.columns.plain and only is None:
+        return Layout(problem.columns.ids, names, where, off)
     with gc_paused():
         if problem.columns.plain:  # a unit per buffer, in buffer order
             ids = problem.columns.ids

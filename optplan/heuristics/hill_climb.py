@@ -14,13 +14,14 @@ the number of steps depend on the machine.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 
 from optplan.bounds import lower_bounds
 from optplan.deadline import Deadline, Pacer
 from optplan.heuristics.orders import by_conflicts, by_size, by_start
 from optplan.heuristics.packer import greedy, score
 from optplan.objective import Objective
-from optplan.plan import peaks
+from optplan.plan import Placement, peaks
 from optplan.planners import Result, planner
 from optplan.problem import Problem, objective_weights
 
@@ -28,7 +29,7 @@ DEFAULT_SECONDS = 1.0  # without a limit or an iteration count (patience alone r
 UNIT_STEPS_PER_SECOND = 20_000  # deterministic mode: steps x units per second (about 1 s of wall time on A-E)
 
 
-def _peak_units(problem: Problem, order: list[int], placements: dict) -> list[int]:
+def _peak_units(problem: Problem, order: list[int], placements: Mapping[str, Placement]) -> list[int]:
     """Positions in ``order`` of units whose top reaches their memory's (weighted) peak."""
     peak = peaks(problem, placements)
     weights = objective_weights(problem)

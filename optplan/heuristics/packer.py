@@ -16,7 +16,7 @@ time slots (see ``_TimeIndex``), so a query touches O(log T) nodes plus the answ
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
@@ -421,7 +421,7 @@ def greedy_reference(problem: Problem, order: Sequence[Unit] | Sequence[int] | n
     return Result(packer.placements)
 
 
-def score(problem: Problem, placements: dict[str, Placement] | None, objective: Objective | None = None) -> float:
+def score(problem: Problem, placements: Mapping[str, Placement] | None, objective: Objective | None = None) -> float:
     """The value of a plan under ``objective`` (the problem's default if None; inf for no plan):
     what heuristics that try several plans keep the best by."""
     return float("inf") if placements is None else Objective.parse(objective, problem).value(problem, placements)

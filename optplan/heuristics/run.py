@@ -19,9 +19,9 @@ from optplan import jit, planners
 from optplan.deadline import Deadline
 from optplan.lifecycle import fork_member, report
 from optplan.objective import Objective
-from optplan.plan import Placement, Plan, Status
+from optplan.plan import Layout, Plan, Status, layout_of
 from optplan.planners import heuristic_names
-from optplan.problem import Problem, gc_paused
+from optplan.problem import Problem
 
 IMPROVING_DEFAULT = 1.0  # seconds an improving heuristic takes when run on its own (hill-climb's default)
 CHEAP = 1.0  # CPU seconds: while the constructive heuristics together took less, every one runs whatever the limit
@@ -138,6 +138,9 @@ def _packed(problem: Problem, plan: Plan) -> tuple[Plan, np.ndarray | None, np.n
     """``plan`` without its placements, and its memory indices and offsets in buffer order."""
     if not plan.placements:
         return plan, None, None
+    layout = layout_of(problem, plan.placements)
+    if layout is not None:
+        return replace(plan, placements={}), layout.where, layout.offset
     index = {m: i for i, m in enumerate(problem.memory_names)}
     got = [plan.placements[b] for b in problem.columns.ids]
     return (replace(plan, placements={}), np.fromiter((index[p.memory] for p in got), np.int32, len(got)),
@@ -147,10 +150,7 @@ def _packed(problem: Problem, plan: Plan) -> tuple[Plan, np.ndarray | None, np.n
 def _take(problem: Problem, packed: tuple[Plan, np.ndarray | None, np.ndarray | None], plans: dict[str, Plan]) -> None:
     plan, where, offset = packed
     if where is not None and offset is not None:
-        names = problem.memory_names
-        with gc_paused():
-            placements = dict(zip(problem.columns.ids, map(Placement, map(names.__getitem__, where.tolist()), offset.tolist())))
-        plan = replace(plan, placements=placements)
+        plan = replace(plan, placements=Layout(problem.columns.ids, problem.memory_names, where, offset))
     plans[plan.planner] = plan
 
 

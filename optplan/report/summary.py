@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from optplan.objective import BENEFIT
-from optplan.plan import Plan, Status, usage_curve
-from optplan.problem import Problem
+from optplan.plan import Plan, Status, layout_of, usage_curve
+from optplan.problem import Columns, Problem
 
 
 @dataclass(frozen=True)
@@ -41,9 +43,11 @@ def memory_rows(problem: Problem, plan: Plan) -> list[MemoryRow]:
     if not plan.found:
         return []
     weights = plan.objective.weights(problem)
+    where = _memory_index(problem, plan)
+    cols = problem.columns
     rows = []
-    for m in problem.memories:
-        mine = [b for b in problem.buffers if plan.placements[b.id].memory == m.name]
+    for k, m in enumerate(problem.memories):
+        mine = where == k
         curve = None if problem.concurrent else usage_curve(problem, plan.placements, m.name)
         live = int(curve.live.max()) if curve is not None and len(curve.live) else 0
         peak = plan.peak.get(m.name, 0)
@@ -51,9 +55,20 @@ def memory_rows(problem: Problem, plan: Plan) -> list[MemoryRow]:
         bound = max(plan.lower_bound.get(m.name, 0), live)
         if plan.status is Status.OPTIMAL and minimised:
             bound = peak  # proven optimal for the objective
-        rows.append(MemoryRow(m.name, m.capacity, peak, bound, minimised, len(mine), sum(b.size for b in mine),
-                              sum(b.gain for b in mine), live, None if curve is None else curve.peak_step))
+        rows.append(MemoryRow(m.name, m.capacity, peak, bound, minimised, int(mine.sum()), Columns.total(cols.size[mine]),
+                              Columns.total(cols.gain[mine]), live, None if curve is None else curve.peak_step))
     return rows
+
+
+def _memory_index(problem: Problem, plan: Plan) -> np.ndarray:
+    """Each buffer's memory (index into ``problem.memories``), in buffer order."""
+    layout = layout_of(problem, plan.placements)
+    if layout is not None:
+        return layout.where
+    if len(problem.memories) == 1:
+        return np.zeros(len(problem.buffers), np.int64)
+    index = {m: k for k, m in enumerate(problem.memory_names)}
+    return np.fromiter((index[plan.placements[b].memory] for b in problem.columns.ids), np.int64, len(problem.buffers))
 
 
 def size_text(n: int | None) -> str:

@@ -12,6 +12,7 @@ the difference of their offsets lies; per memory a peak at least every unit's to
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from optplan.plan import Placement
@@ -60,7 +61,7 @@ def _placements(units: list[Unit], rest: dict[str, Placement], memory: list[str]
 
 
 def cpsat_clocks(problem: Problem, objective: Objective, time_limit: float | None, workers: int, seed: int,
-                 hint: dict[str, Placement] | None = None) -> Result:
+                 hint: Mapping[str, Placement] | None = None) -> Result:
     from ortools.sat.python import cp_model
 
     units, rest, pairs = _units(problem)
@@ -116,7 +117,7 @@ def cpsat_clocks(problem: Problem, objective: Objective, time_limit: float | Non
 
 
 def milp_clocks(problem: Problem, solver: str, objective: Objective, deadline: Deadline, workers: int,
-                seed: int, hint: dict[str, Placement] | None = None) -> Result:
+                seed: int, hint: Mapping[str, Placement] | None = None) -> Result:
     """The same model as a MILP (big-M disjunctions), solved by ``optplan.solvers.milp.run``."""
     import pulp  # type: ignore[import-untyped]
 

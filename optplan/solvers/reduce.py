@@ -25,7 +25,7 @@ parts' Results back into one Result for the whole problem.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -76,7 +76,7 @@ class Part:
                 out[bid] = Placement(mem, off * self.scale + rel)
         return out
 
-    def choices(self, placements: dict[str, Placement]) -> list[Choice] | None:
+    def choices(self, placements: Mapping[str, Placement]) -> list[Choice] | None:
         """Scaled (memory, root offset) per unit from byte placements; None when a root offset
         is off the grid or a root is missing (see ``settle`` to move a plan onto the grid)."""
         out = []
@@ -281,7 +281,7 @@ def order_choices(units: Sequence[Unit], choices: list[Choice], groups: list[lis
     return out
 
 
-def settle(part: Part, placements: dict[str, Placement]) -> list[Choice] | None:
+def settle(part: Part, placements: Mapping[str, Placement]) -> list[Choice] | None:
     """A plan of the part on its grid, no worse than ``placements`` in any memory.
 
     Units keep their memories and are re-placed lowest-first by increasing offset (gravity):
