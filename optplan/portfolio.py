@@ -86,6 +86,10 @@ LNS_FREE, LNS_BAND = 40, 0.05  # units freed by the first move, and the height o
 # of an exact member's time, for CP-SAT's decisions at the proven bound before it minimizes (one memory)
 FLOOR_DECISION_SHARE = 0.3
 LNS_MOVE_DTIME = 0.01  # deterministic seconds an LNS move costs at least (building it, reading it back)
+# CPU seconds per unit of ``reduce`` (the problem split into parts, a sub-problem each, in Python; load 5:
+# S_1-shaped 62k in 2 parts 1.4 s, 1M in 48 parts 42.5 s): at a million units the parts' stage is not
+# started unless the time left covers twice that (with no heuristic plan at 1M, 60 s, auto ran 218 s)
+REDUCE_SECONDS_PER_UNIT = 4e-5
 
 
 def _auto_clocks(problem: Problem, best: Plan | None, objective: Objective, deadline: Deadline,
@@ -161,7 +165,7 @@ def _auto(problem: Problem, deadline: Deadline, workers: int, seed: int, objecti
     if problem.concurrent:  # vector clocks: the pairwise CP-SAT model; the search is routed around
         return _auto_clocks(problem, best, objective, work, workers, seed, stats)
     elastic = best is None or not best.found
-    if elastic and _elastic_ok(problem) and objective.optimizes:
+    if elastic and _elastic_ok(problem) and objective.optimizes and _parts_affordable(problem, work):
         # every heuristic hit a capacity: descend from a plan without capacities instead (in
         # feasibility mode the search answers the capacity question directly, sooner: B 10.2 s -> ~1 s)
         relaxed = Problem(problem.buffers, tuple(replace(m, capacity=None) for m in problem.memories),
@@ -187,6 +191,13 @@ def _auto(problem: Problem, deadline: Deadline, workers: int, seed: int, objecti
         where = over[0] if over else problem.memory_names[0]
         return Result(None, stats=merged.stats, message=f"no plan within the capacity of {where!r} found in time"
                       + (f" (best found needs {peak[where]} bytes)" if over else ""))
+    if not _parts_affordable(problem, work):
+        stats["parts_not_run"] = (f"splitting {len(problem.units):,} units into parts takes about "
+                                  f"{_reduce_seconds(problem):.0f} s, {work.left():.1f} s left")
+        if best is None or not best.found:
+            return Result(None, message="no heuristic plan, and no time to split the problem into parts", stats=stats)
+        stats["kept_heuristic"] = best.planner
+        return Result(best.placements, bound=best.lower_bound, stats=stats)
     red = reduce(problem, objective)
     merged = _solve_parts(red, best, work, t0, settings, objective, seed, progress, dived=early is not None)
     merged.stats.update(stats, **_capped(settings))
@@ -197,6 +208,18 @@ def _auto(problem: Problem, deadline: Deadline, workers: int, seed: int, objecti
         return Result(best.placements, bound=_max_bound(merged.bound, best.lower_bound), message=merged.message,
                       stats=merged.stats)
     return merged
+
+
+def _reduce_seconds(problem: Problem) -> float:
+    """Wall seconds ``reduce`` would take on ``problem`` now (``REDUCE_SECONDS_PER_UNIT``)."""
+    return REDUCE_SECONDS_PER_UNIT * len(problem.units) * planners.slowdown()
+
+
+def _parts_affordable(problem: Problem, work: Deadline) -> bool:
+    """Whether the time left covers splitting the problem into parts (a pass in Python that
+    cannot be interrupted), with time to spare for the parts. Deterministic deadlines: always
+    (their seconds do not count it, and the plan must not depend on the load)."""
+    return not work.limited or work.deterministic or work.left() >= 2 * _reduce_seconds(problem)
 
 
 def _pairs(start: np.ndarray, end: np.ndarray) -> int:
@@ -222,12 +245,13 @@ def _early_search(problem: Problem, work: Deadline, objective: Objective, seed: 
     if (len(problem.units) <= SEARCH_MAX_UNITS or problem.concurrent or not _can_race(Settings(workers), work)
             or not work.limited or name not in planners.names() or not jit.usable("search")):
         return None
-    declines = getattr(planners.get(name), "declines", None)
-    if declines is not None and declines(problem):
-        return None
     start, end = problem.columns.start, problem.columns.end
     pairs = _pairs(start, end)
     if pairs <= MAX_PAIRS or 4 * DIVE_SECONDS_PER_PAIR * pairs > 0.5 * work.left():
+        return None
+    # after the pairs: a pass over every unit (a million S_1-shaped buffers: seconds, for a search not run)
+    declines = getattr(planners.get(name), "declines", None)
+    if declines is not None and declines(problem):
         return None
     searching = work.part(EARLY_SHARE * work.left())  # it ends in time to check and send back its plan
     member = fork_member(lambda d: planners.solve(problem, name, deadline=d, seed=seed, objective=objective,

@@ -354,3 +354,26 @@ def test_the_race_beside_the_search_runs_at_a_lower_priority() -> None:
     t.start()
     t.join()
     assert seen == [min(19, mine + 3)] and os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine
+
+
+def test_no_parts_stage_when_splitting_would_outlast_the_limit(monkeypatch) -> None:
+    """Splitting into parts is a pass in Python that cannot be interrupted (a million S_1-shaped
+    units: 42 CPU s): when the time left does not cover it, auto answers with the best heuristic
+    plan, or none, at once (with no heuristic plan at a million buffers, 60 s, it ran 218 s)."""
+    def no_reduce(*args, **kwargs):
+        raise AssertionError("split into parts")
+
+    monkeypatch.setattr(portfolio, "REDUCE_SECONDS_PER_UNIT", 1e3)
+    monkeypatch.setattr(portfolio, "FLOOR_RACE_SHARE", 0)
+    monkeypatch.setattr(heuristics_run, "heuristic_names", lambda: ["naive"])
+    p = _small()
+    assert solve(p, "auto", deterministic=True, time_limit=1).stats.get("parts_not_run") is None  # as always
+    monkeypatch.setattr(portfolio, "reduce", no_reduce)
+    naive = solve(p, "naive")
+    assert naive.status == Status.FEASIBLE  # work left for the parts
+    plan = solve(p, "auto", time_limit=30)
+    assert plan.placements == naive.placements and plan.status == Status.FEASIBLE
+    assert plan.stats["kept_heuristic"] == "naive" and "parts_not_run" in plan.stats
+    monkeypatch.setattr(portfolio, "run_heuristics", lambda *a, **k: ([], {}))
+    plan = solve(p, "auto", time_limit=30)
+    assert plan.status == Status.UNKNOWN and plan.seconds < 10 and "parts_not_run" in plan.stats
