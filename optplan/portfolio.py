@@ -192,7 +192,7 @@ def _auto(problem: Problem, deadline: Deadline, workers: int, seed: int, objecti
         return Result(None, stats=merged.stats, message=f"no plan within the capacity of {where!r} found in time"
                       + (f" (best found needs {peak[where]} bytes)" if over else ""))
     if not _parts_affordable(problem, work):
-        stats["parts_not_run"] = (f"splitting {len(problem.units):,} units into parts takes about "
+        stats["parts_not_run"] = (f"splitting {problem.unit_count:,} units into parts takes about "
                                   f"{_reduce_seconds(problem):.0f} s, {work.left():.1f} s left")
         if best is None or not best.found:
             return Result(None, message="no heuristic plan, and no time to split the problem into parts", stats=stats)
@@ -212,7 +212,7 @@ def _auto(problem: Problem, deadline: Deadline, workers: int, seed: int, objecti
 
 def _reduce_seconds(problem: Problem) -> float:
     """Wall seconds ``reduce`` would take on ``problem`` now (``REDUCE_SECONDS_PER_UNIT``)."""
-    return REDUCE_SECONDS_PER_UNIT * len(problem.units) * planners.slowdown()
+    return REDUCE_SECONDS_PER_UNIT * problem.unit_count * planners.slowdown()
 
 
 def _parts_affordable(problem: Problem, work: Deadline) -> bool:
@@ -242,7 +242,7 @@ def _early_search(problem: Problem, work: Deadline, objective: Objective, seed: 
     S_1-shaped: 1.0000, greedy-conflicts 1.0015), and they cannot be interrupted, so they must
     not wait for the heuristics' time to run out (they did: S_1 ended at 1.0423)."""
     name = SEARCH_MEMBERS[0] if SEARCH_MEMBERS else ""
-    if (len(problem.units) <= SEARCH_MAX_UNITS or problem.concurrent or not _can_race(Settings(workers), work)
+    if (problem.unit_count <= SEARCH_MAX_UNITS or problem.concurrent or not _can_race(Settings(workers), work)
             or not work.limited or name not in planners.names() or not jit.usable("search")):
         return None
     start, end = problem.columns.start, problem.columns.end
@@ -311,7 +311,7 @@ class _SearchRace:
               workers: int) -> _SearchRace | None:
         name = SEARCH_MEMBERS[0] if SEARCH_MEMBERS else ""
         floor = objective.optimizes and len(problem.memories) == 1 and deadline.limited and FLOOR_RACE_SHARE > 0
-        if ((objective.optimizes and not floor) or problem.concurrent or len(problem.units) > SEARCH_MAX_UNITS
+        if ((objective.optimizes and not floor) or problem.concurrent or problem.unit_count > SEARCH_MAX_UNITS
                 or (not floor and all(m.capacity is None for m in problem.memories))
                 or not _can_race(Settings(workers), deadline) or name not in planners.names() or not jit.usable("search")):
             return None

@@ -249,9 +249,8 @@ class Problem:
         for k, v in (("buffers", buffers), ("memories", memories), ("relative", ()), ("metadata", metadata),
                      ("streams", 1), ("_by_id", by_id), ("_mems", {m.name: m for m in memories})):
             object.__setattr__(self, k, v)
-        object.__setattr__(self, "_units", _plain_units(self, ids, starts, ends, sizes, aligns))
         self.__dict__["columns"] = Columns(ids, start, end, size, align, size, True)
-        return self
+        return self  # its units are made when first asked for (``units``)
 
     @cached_property
     def columns(self) -> Columns:
@@ -274,8 +273,23 @@ class Problem:
 
     @property
     def units(self) -> tuple[Unit, ...]:
-        """Placement units in buffer order of their roots."""
-        return self._units  # type: ignore[attr-defined]
+        """Placement units in buffer order of their roots. A problem read from columns makes them
+        when first asked for (a million take seconds, and the heuristics' arrays, the bounds and
+        the validator read the columns instead); threads asking at once get the same ones."""
+        units = self.__dict__.get("_units")
+        if units is None:
+            cols = self.columns
+            with gc_paused():
+                made = _plain_units(self, cols.ids, cols.start.tolist(), cols.end.tolist(), cols.size.tolist(),
+                                    cols.alignment.tolist())
+            units = self.__dict__.setdefault("_units", made)
+        return units
+
+    @property
+    def unit_count(self) -> int:
+        """``len(self.units)``, without making them."""
+        units = self.__dict__.get("_units")
+        return len(self.buffers) if units is None else len(units)  # (made from columns: a unit per buffer)
 
     @cached_property
     def unit_of(self) -> dict[str, Unit]:

@@ -905,9 +905,9 @@ class Arrays:
     kept weakly): pieces in unit order, slots of the time index, per-unit fields."""
 
     def __init__(self, problem: Problem) -> None:
-        units = problem.units
-        n = len(units)
-        self.index = {id(u): i for i, u in enumerate(units)}
+        self.problem = weakref.ref(problem)
+        n = problem.unit_count
+        self._index: dict[int, int] | None = None
         names = problem.memory_names
         if problem.columns.plain:
             counts = self._plain(problem)
@@ -939,6 +939,16 @@ class Arrays:
                 self.area[sized] = rough
             else:
                 self.area[sized] = np.add.reduceat(spans * heights, first)
+
+    @property
+    def index(self) -> dict[int, int]:
+        """``id(unit)`` -> its index in ``problem.units`` (made on first use: the orders are index
+        arrays, and a problem read from columns makes its units only when asked)."""
+        if self._index is None:
+            problem = self.problem()
+            assert problem is not None  # (kept weakly by the cache, while the problem lives)
+            self._index = {id(u): i for i, u in enumerate(problem.units)}
+        return self._index
 
     def _plain(self, problem: Problem) -> np.ndarray:
         """The fields of plain units (one per buffer, one piece if it has bytes, any memory) from

@@ -92,7 +92,7 @@ def apart(problem: Problem, deadline: Deadline) -> bool:
     """Whether the heuristics run in a member process: under a wall-clock limit, on more than
     ``APART_UNITS`` units and at most ``APART_MAX_UNITS``, where processes fork, with the kernels
     compiled (pure-Python passes poll the deadline themselves)."""
-    return (APART_UNITS < len(problem.units) <= APART_MAX_UNITS and deadline.limited and not deadline.deterministic
+    return (APART_UNITS < problem.unit_count <= APART_MAX_UNITS and deadline.limited and not deadline.deterministic
             and "fork" in mp.get_all_start_methods() and not jit.not_compiled())
 
 
@@ -196,7 +196,7 @@ def _run(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1, 
     names = _names(problem)
     constructive = [n for n in names if not improving(n)]
     first = deadline.share(CONSTRUCTIVE_SHARE) if jit.not_compiled() and deadline.limited else deadline
-    if (len(problem.units) > PILOT_UNITS and deadline.limited and not deadline.deterministic and not problem.concurrent
+    if (problem.unit_count > PILOT_UNITS and deadline.limited and not deadline.deterministic and not problem.concurrent
             and first is deadline):
         constructive = pilot_order(problem, constructive, seed)
         workers = 1  # the best on the slice alone: it ends sooner, and a plan at the bound ends the stage
