@@ -162,3 +162,39 @@ def test_objective_beyond_64_bits_is_reported_not_wrapped() -> None:
     plan = solve(p, "cpsat", time_limit=10, workers=1)
     assert plan.status == Status.UNKNOWN and "64-bit" in plan.message
     assert solve(p, "auto", time_limit=10, workers=1).found
+
+
+EXIT_SCRIPT = """
+import sys, threading, time
+from ortools.sat.python import cp_model
+from optplan.deadline import Deadline
+from optplan.solvers import cpsat
+m = cp_model.CpModel()
+xs = [m.new_int_var(0, 10 ** 5, f"x{i}") for i in range(2000)]
+for a, b in zip(xs, xs[1:]):
+    m.add(a + b != 5000)
+m.add_all_different(xs)
+m.maximize(sum(x * (i % 7) for i, x in enumerate(xs)))
+solver = cp_model.CpSolver()
+solver.parameters.max_time_in_seconds = 60
+deadline = Deadline(60)
+threading.Thread(target=cpsat.solve, args=(solver, m, deadline), daemon=True).start()
+time.sleep(0.5)
+deadline.cancel()  # a signal while auto's race or a portfolio member's CP-SAT runs on a daemon thread
+"""
+
+
+def test_a_cpsat_solve_stopping_at_interpreter_exit_does_not_abort(tmp_path) -> None:
+    """CP-SAT told to stop on a daemon thread as the interpreter exits aborted the process ("terminate
+    called without an active exception", exit -6: every time with the bare ``solver.solve``); the
+    exit now waits for it (``cpsat.solve``)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "exit.py"
+    script.write_text(EXIT_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "terminate called" not in proc.stderr, (proc.returncode, proc.stderr[-500:])

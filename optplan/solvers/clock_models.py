@@ -15,6 +15,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from optplan.deadline import current
 from optplan.plan import Placement
 from optplan.planners import Result
 
@@ -64,6 +65,8 @@ def cpsat_clocks(problem: Problem, objective: Objective, time_limit: float | Non
                  hint: Mapping[str, Placement] | None = None) -> Result:
     from ortools.sat.python import cp_model
 
+    from optplan.solvers.cpsat import solve
+
     units, rest, pairs = _units(problem)
     model = cp_model.CpModel()
     offset, chosen = [], []
@@ -102,7 +105,7 @@ def cpsat_clocks(problem: Problem, objective: Objective, time_limit: float | Non
     solver.parameters.random_seed = int(seed)
     if time_limit is not None:
         solver.parameters.max_time_in_seconds = max(float(time_limit), 0.01)
-    status = solver.solve(model)
+    status = solve(solver, model, current())  # a signal stops it
     stats: dict[str, object] = {"model": "vector clocks", "pairs": len(pairs), "status": solver.status_name(status)}
     if status == cp_model.INFEASIBLE:
         return Result(None, proven_infeasible=True, message="CP-SAT proved no plan fits the capacities", stats=stats)

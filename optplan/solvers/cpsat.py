@@ -16,11 +16,13 @@ Status is truthful: OPTIMAL / INFEASIBLE only on CP-SAT's proof; otherwise the b
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import math
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -61,6 +63,37 @@ class Outcome:
     status: str = ""
     seconds: float = 0.0
     dtime: float = 0.0  # deterministic seconds (a Deadline's unit) the run took
+
+
+# Solves running on any thread (``solve``). A solve told to stop while the interpreter exits aborts
+# the process ("terminate called without an active exception"): at exit each is stopped and waited
+# for, at most EXIT_WAIT seconds (one stops within milliseconds of ``stop_search``).
+_RUNNING: dict[int, cp_model.CpSolver] = {}
+_RUNNING_CHANGED = threading.Condition()
+EXIT_WAIT = 10.0
+
+
+def solve(solver: cp_model.CpSolver, model: cp_model.CpModel, deadline: Deadline | None = None,
+          callback: cp_model.CpSolverSolutionCallback | None = None) -> cp_model.CpSolverStatus:
+    """``solver.solve``: stopped when ``deadline`` is cancelled or halted, and finished before the
+    interpreter exits (every CP-SAT solve in optplan goes through here)."""
+    with _RUNNING_CHANGED:
+        _RUNNING[id(solver)] = solver
+    try:
+        with deadline.on_cancel(solver.stop_search) if deadline is not None else nullcontext():
+            return solver.solve(model, callback)
+    finally:
+        with _RUNNING_CHANGED:
+            del _RUNNING[id(solver)]
+            _RUNNING_CHANGED.notify_all()
+
+
+@atexit.register
+def _stop_running() -> None:
+    with _RUNNING_CHANGED:
+        for solver in _RUNNING.values():
+            solver.stop_search()
+        _RUNNING_CHANGED.wait_for(lambda: not _RUNNING, EXIT_WAIT)
 
 
 # Deterministic runs stop on CP-SAT's deterministic time, which does not depend on load; wall
@@ -465,8 +498,7 @@ def _run_once(pm: PartModel, settings: Settings, deadline: Deadline, report, sta
                     return
         threading.Thread(target=guard, daemon=True).start()
     try:
-        with deadline.on_cancel(solver.stop_search):
-            status = solver.solve(pm.model, watch)
+        status = solve(solver, pm.model, deadline, watch)
     finally:
         stop.set()
     out = Outcome(None, status=solver.status_name(status), seconds=time.perf_counter() - t0,

@@ -31,7 +31,7 @@ from ortools.sat.python import cp_model
 from optplan.deadline import Deadline
 from optplan.objective import Objective, fastest_fit
 from optplan.problem import Problem
-from optplan.solvers.cpsat import DTIME_PER_SECOND, Settings, _int_bound
+from optplan.solvers.cpsat import DTIME_PER_SECOND, Settings, _int_bound, solve
 from optplan.solvers.reduce import Choice, Part
 
 LINEARIZATION = 2  # CP-SAT's linearization_level for the relaxation's solves
@@ -199,8 +199,7 @@ class Staging:
         # the LP relaxation at every node: a multi-dimensional knapsack's bound comes from it (minimalloc
         # E at 75 %: optimal in 0.1 CPU s; with level 1, one worker, not in 23 CPU s)
         solver.parameters.linearization_level = LINEARIZATION
-        with deadline.on_cancel(solver.stop_search):
-            status = solver.solve(self.model)
+        status = solve(solver, self.model, deadline)
         deadline.spend(solver.deterministic_time / DTIME_PER_SECOND)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             self.hint(self._chosen(solver))
