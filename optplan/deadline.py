@@ -6,6 +6,9 @@ time to an end fixed when the deadline (or part) was made. In deterministic mode
 *deterministic seconds* that the planners ``spend`` for the work they did (the search: kernel
 nodes, CP-SAT: its deterministic time, hill-climb: steps): the answer then depends on the
 instance, the seed and the limit, never on the machine's load. A part charges its parents too.
+A deterministic deadline also keeps the wall-clock end of its limit as a guard (``wall_left``;
+a part may end its guard sooner): past it ``left()`` is 0, so a run on a loaded machine still
+ends near the limit, and the root remembers it (``guard_hit``): that answer may not repeat.
 ``cancel()`` (a signal handler, on any thread) makes every part of the tree expired at once and
 runs the hooks that running solvers registered to stop themselves. ``halt()`` does the same for
 one part and the parts cut from it (members of a portfolio racing on a part: the first proof
@@ -23,10 +26,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+# Seconds a deterministic run's wall-clock guard allows past its limit's wall time: 0, so that the
+# limit holds (issue 19); tests that check repeatability whatever the load set it high.
+GUARD_SLACK = 0.0
+
 
 class Deadline:
     def __init__(self, seconds: float | None = None, deterministic: bool = False,
-                 parent: Deadline | None = None) -> None:
+                 parent: Deadline | None = None, wall: float | None = None) -> None:
         if seconds is not None and not seconds >= 0:  # NaN too
             raise ValueError(f"a time limit must be a number >= 0, got {seconds}")
         self.deterministic: bool = parent.deterministic if parent is not None else deterministic
@@ -35,12 +42,19 @@ class Deadline:
         self.seconds = math.inf if seconds is None else float(seconds)  # budget at creation
         if parent is not None:
             self.seconds = min(self.seconds, parent.left())
-        self.end = time.perf_counter() + self.seconds  # wall-clock mode
+        now = time.perf_counter()
+        if not self.deterministic:
+            self.end = now + self.seconds
+        elif parent is None:  # the guard: the limit's wall-clock end
+            self.end = now + self.seconds + GUARD_SLACK
+        else:  # a part's guard: its parent's, or ``wall`` seconds from now if sooner
+            self.end = parent.end if wall is None else min(parent.end, now + max(wall, 0.0))
         self.spent = 0.0  # deterministic mode: deterministic seconds spent here and in parts
         self.halted = False  # halt(): this part and its parts are over
         if parent is None:
             self.reason: str | None = None  # why it was cancelled (e.g. "interrupted")
             self.hooks: list[tuple[Deadline, Callable[[], None]]] = []  # (the part it stops with, hook)
+            self.guard_hit = False  # deterministic: some work was cut by the wall-clock guard
             self.lock = threading.Lock()
 
     @property
@@ -56,6 +70,9 @@ class Deadline:
         if self.root.reason is not None or self._halted():
             return 0.0
         if self.deterministic:
+            if self.end <= time.perf_counter():
+                self.hit_guard()
+                return 0.0
             return max(self.seconds - self.spent, 0.0)
         return max(self.end - time.perf_counter(), 0.0) if self.limited else math.inf
 
@@ -75,13 +92,18 @@ class Deadline:
         return node is part
 
     def wall_left(self) -> float:
-        """Wall seconds to the end of the whole limit (the root's, counted from its making), in
-        deterministic mode too: there it is the guard that keeps a run near the limit's wall time
-        (a guarded run says so: it may not repeat). ``inf`` without a limit, 0 once cancelled."""
-        root = self.root
-        if root.reason is not None:
+        """Wall seconds to the end: in deterministic mode to the guard (the limit's wall time, counted
+        from the root's making, or a part's sooner guard), which solvers that stop on their own clock
+        are given as their wall-clock limit (and report with ``hit_guard``). ``inf`` without a
+        limit, 0 once cancelled."""
+        if self.root.reason is not None:
             return 0.0
-        return max(root.end - time.perf_counter(), 0.0) if root.limited else math.inf
+        return max(self.end - time.perf_counter(), 0.0) if self.end != math.inf else math.inf
+
+    def hit_guard(self) -> None:
+        """Deterministic mode: say that work stopped at the wall-clock guard, not on its budget (the
+        registry reports it: such an answer depends on the load and may not repeat)."""
+        self.root.guard_hit = True
 
     def seconds_left(self) -> float | None:
         """``left()`` as the float-or-None seconds of APIs that take no Deadline (the vector-clock
@@ -96,9 +118,10 @@ class Deadline:
         left = self.left()
         return left > 0.0 and left >= seconds
 
-    def part(self, seconds: float | None) -> Deadline:
-        """A sub-budget of at most ``seconds`` (None: all that is left) whose spending counts here too."""
-        return Deadline(seconds, parent=self)
+    def part(self, seconds: float | None, wall: float | None = None) -> Deadline:
+        """A sub-budget of at most ``seconds`` (None: all that is left) whose spending counts here too;
+        deterministic mode: with its wall-clock guard ``wall`` seconds from now if that is sooner."""
+        return Deadline(seconds, parent=self, wall=wall)
 
     def share(self, fraction: float) -> Deadline:
         """A sub-budget of ``fraction`` of what is left (the whole of an unlimited deadline)."""

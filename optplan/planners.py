@@ -104,6 +104,9 @@ def planner(name: str, clocks: bool = False, anytime: bool = False,
                     why = declines(problem) if declines is not None else None
                     result = _route(problem, options, name, why) if why else fn(problem, **options)
             _note(result, jit.note())
+            if deadline.deterministic and deadline.root.guard_hit:
+                result.stats.setdefault("deterministic_wall_capped", 1)
+                _note(result, (GUARDED, None))
             reason = deadline.cancelled
             if reason:
                 result.stats["stopped"] = reason
@@ -144,13 +147,17 @@ FINISH_SECONDS_PER_BUFFER = 5e-5
 FINISH_SHARE = 0.5
 
 
+GUARDED = "deterministic run stopped by a wall-clock guard: this answer may not repeat"
+
+
 def _planning_part(problem: Problem, deadline: Deadline) -> Deadline:
-    """What ``deadline`` leaves the planner once the plan's checking and reporting are set aside."""
-    if not deadline.limited or deadline.deterministic:
+    """What ``deadline`` leaves the planner once the plan's checking and reporting are set aside
+    (deterministic: all its deterministic seconds, and the time set aside comes off its wall guard)."""
+    if not deadline.limited:
         return deadline
-    left = deadline.left()
-    finish = FINISH_SECONDS_PER_BUFFER * len(problem.buffers) * slowdown()
-    return deadline.part(left - min(FINISH_SHARE * left, finish))
+    left = deadline.wall_left() if deadline.deterministic else deadline.left()
+    keep = min(FINISH_SHARE * left, FINISH_SECONDS_PER_BUFFER * len(problem.buffers) * slowdown())
+    return deadline.part(None, wall=left - keep) if deadline.deterministic else deadline.part(left - keep)
 
 
 def slowdown() -> float:

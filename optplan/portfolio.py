@@ -176,7 +176,7 @@ def _auto(problem: Problem, deadline: Deadline, workers: int, seed: int, objecti
         stats["elastic_start"] = None if rbest is None else f"{rbest.planner}: {rbest.objective_value}"
         red = reduce(relaxed, peaks_first)
         merged = _solve_parts(red, rbest, work, t0, settings, red.objective, seed, progress, goal=problem)
-        merged.stats.update(stats, **_capped(settings))
+        merged.stats.update(stats)
         peak = peaks(problem, merged.placements or {})
         over = [m.name for m in problem.memories if m.capacity is not None and merged.placements is not None
                 and peak[m.name] > m.capacity]
@@ -200,7 +200,7 @@ def _auto(problem: Problem, deadline: Deadline, workers: int, seed: int, objecti
         return Result(best.placements, bound=best.lower_bound, stats=stats)
     red = reduce(problem, objective)
     merged = _solve_parts(red, best, work, t0, settings, objective, seed, progress, dived=early is not None)
-    merged.stats.update(stats, **_capped(settings))
+    merged.stats.update(stats)
     if best is not None and best.found and not merged.proven_infeasible and (
             merged.placements is None
             or objective.value(problem, merged.placements) > objective.value(problem, best.placements)):
@@ -429,11 +429,6 @@ def _lower_priority(nice: int) -> None:
 
 def _max_bound(a: dict[str, int] | None, b: dict[str, int]) -> dict[str, int]:
     return {m: max(v, (a or {}).get(m, 0)) for m, v in b.items()}
-
-
-def _capped(settings: Settings) -> dict[str, int]:
-    """Say when a deterministic CP-SAT run hit its wall-clock cap: that plan may not repeat."""
-    return {"deterministic_wall_capped": settings.wall_capped} if settings.wall_capped else {}
 
 
 def _elastic_ok(problem: Problem) -> bool:

@@ -35,3 +35,15 @@ def _compiled_kernels() -> None:
     from optplan import jit
 
     jit.warmup()
+
+
+@pytest.fixture(autouse=True)
+def _unguarded(monkeypatch) -> None:
+    """Deterministic runs in this process repeat whatever the load: their wall-clock guard (which
+    ends a loaded run at its limit's wall time and says it may not repeat) is off here. The tests
+    of the guard put it back (``GUARD_SLACK`` 0) or give a deadline with its own
+    (``Deadline.part(..., wall=)``)."""
+    from optplan import deadline
+
+    monkeypatch.setattr(deadline, "GUARD_SLACK", float("inf"))
+

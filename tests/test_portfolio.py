@@ -82,16 +82,7 @@ def test_infeasible_capacity_is_proven_by_auto(no_members) -> None:
     assert plan.status == Status.INFEASIBLE
 
 
-@pytest.fixture
-def uncapped(monkeypatch):
-    """Deterministic CP-SAT runs are capped at a multiple of their budget in wall time, so on a
-    loaded machine the cap can fire and the plan can differ (reported in the stats, tested in
-    test_cpsat). These tests check everything else repeats: no cap."""
-    from optplan.solvers import cpsat
-    monkeypatch.setattr(cpsat, "DETERMINISTIC_WALL_FACTOR", 1e6)
-
-
-def test_auto_deterministic_mode_repeats(no_members, uncapped) -> None:
+def test_auto_deterministic_mode_repeats(no_members) -> None:
     p = Problem(tuple(Buffer(f"b{i}", 1 + (7 * i) % 5, i % 6, i % 6 + 1 + i % 4) for i in range(24)))
     a = solve(p, "auto", time_limit=3, workers=2, seed=3, deterministic=True)
     b = solve(p, "auto", time_limit=3, workers=2, seed=3, deterministic=True)
@@ -108,7 +99,7 @@ def test_capacity_met_by_descending_from_a_plan_without_capacity(no_members, sha
     assert plan.found and plan.peak["mem"] <= 1_200_000
 
 
-def test_auto_deterministic_on_a_hard_instance(no_members, uncapped, shared) -> None:
+def test_auto_deterministic_on_a_hard_instance(no_members, shared) -> None:
     """Hill-climb and CP-SAT both search here: in deterministic mode neither may depend on load."""
     p = read_problem(shared / "minimalloc" / "A.1048576.csv")
     # 3 deterministic seconds: hill-climb takes its 1 s, the full CP-SAT model half of the rest, LNS the rest

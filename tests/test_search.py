@@ -447,6 +447,20 @@ def test_deterministic_runs_repeat_whatever_the_wall_clock_says(shared, monkeypa
     assert wall.stats["nodes"] <= dives
 
 
+def test_a_deterministic_search_stops_at_its_wall_guard_and_says_so(shared) -> None:
+    """Issue 19 §2: a deterministic run's node budget (here 60 deterministic seconds, 3M nodes, on
+    minimalloc/D, whose optimum the search does not prove) is stopped at its wall-clock guard (0.5 s
+    from the call): the kernel run under way too, not only the next one, and the plan says that it
+    may not repeat."""
+    from optplan.planners import GUARDED
+
+    p = read_problem(shared / "minimalloc" / "D.1048576.csv")
+    plan = solve(p, "search", deadline=Deadline(60.0, deterministic=True).part(None, wall=0.5), workers=1)
+    assert plan.stats["deterministic_wall_capped"] == 1 and GUARDED in plan.message
+    assert plan.stats["nodes"] < 20 * NODES_PER_SECOND  # 1M: far from the budget's 3M, out of reach in 0.5 s
+    assert plan.placements is None or validate(p, plan.placements) == []
+
+
 def test_example_and_workers(shared) -> None:
     p = read_problem(shared / "minimalloc" / "example.12.csv").with_capacity(12)
     for workers in (1, 2):

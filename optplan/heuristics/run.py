@@ -232,6 +232,9 @@ def _run(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1, 
         if first is not deadline and first.expired() and name != constructive[0]:
             errors[name] = f"not run: {deadline.cancelled or 'time limit reached'}"
             return False
+        if deadline.deterministic and first.expired():  # its wall-clock guard (they cost no deterministic time)
+            errors[name] = f"not run: {deadline.cancelled or 'time limit reached'}"
+            return False
         if deadline.deterministic or not deadline.limited or sum(cpu) < CHEAP:
             return True
         if deadline.left() >= max(costs, default=0.0):

@@ -12,6 +12,7 @@ bound, and the first capacity that admits a plan is the optimum.
 
 from __future__ import annotations
 
+import math
 import multiprocessing as mp
 import threading
 import time
@@ -235,13 +236,17 @@ def first_descent(inst: Instance, cap: int, clock: Deadline, seed: int = 0) -> t
 
 @contextmanager
 def _stopped_at(clock: Deadline | None, stop: np.ndarray, nodes: int) -> Iterator[None]:
-    """Within the block, ``stop[0]`` is set when a wall-clock ``clock`` ends or is cancelled. The
-    kernel polls it every ``kernel.POLL_NODES`` nodes, so a run of fewer ``nodes`` gets no timer:
-    starting its thread cost more than the dive on small parts (1.5 ms a start at load 4)."""
-    if clock is None or not clock.limited or clock.deterministic or nodes < kernel.POLL_NODES:
+    """Within the block, ``stop[0]`` is set when a wall-clock ``clock`` ends or is cancelled (a
+    deterministic one: at its wall-clock guard, reported by ``hit_guard``). The kernel polls it
+    every ``kernel.POLL_NODES`` nodes, so a run of fewer ``nodes`` gets no timer: starting its
+    thread cost more than the dive on small parts (1.5 ms a start at load 4)."""
+    if clock is None or not clock.limited or nodes < kernel.POLL_NODES or clock.wall_left() == math.inf:
         yield
         return
-    timer = threading.Timer(clock.left(), stop.__setitem__, (0, 1))
+    if clock.deterministic:
+        timer = threading.Timer(clock.wall_left(), _guard_stop, (clock, stop))
+    else:
+        timer = threading.Timer(clock.left(), stop.__setitem__, (0, 1))
     timer.daemon = True
     timer.start()
     try:
@@ -249,6 +254,12 @@ def _stopped_at(clock: Deadline | None, stop: np.ndarray, nodes: int) -> Iterato
             yield
     finally:
         timer.cancel()
+
+
+def _guard_stop(clock: Deadline, stop: np.ndarray) -> None:
+    """A deterministic run reached its wall-clock guard: stop the kernel and say so."""
+    clock.hit_guard()
+    stop[0] = 1
 
 
 def fresh(inst: Instance, seed: int, k: int) -> Ordered:
@@ -300,12 +311,15 @@ def node_budget(clock: Deadline, limit: int, rate: float) -> int:
 
 def _run(o: Ordered, n: int, cap: int, clock: Deadline, stop: np.ndarray, slots: int | None, limit: int,
          stats: Stats) -> tuple[int, np.ndarray]:
-    """One kernel run of ``o`` with at most ``limit`` nodes; (status, offsets in rank order)."""
+    """One kernel run of ``o`` with at most ``limit`` nodes; (status, offsets in rank order). A
+    deterministic ``clock``'s node budget is stopped at its wall-clock guard (a wall-clock one's
+    budget is what the measured rate does in the time left)."""
     budget = node_budget(clock, limit, stats.rate or 2e5)
     out = np.zeros(n, np.int64)
     t0 = time.perf_counter()
     rules = RULES if o.forced else RULES._replace(forced=False)
-    status, nodes = kernel.search(o.arrays, rules, np.int64(cap), np.int64(budget), stop, out, *table_of(o, slots, budget))
+    with _stopped_at(clock if clock.deterministic else None, stop, budget):
+        status, nodes = kernel.search(o.arrays, rules, np.int64(cap), np.int64(budget), stop, out, *table_of(o, slots, budget))
     stats.seconds += time.perf_counter() - t0
     stats.nodes += nodes
     stats.runs += 1

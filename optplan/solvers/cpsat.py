@@ -65,6 +65,12 @@ class Outcome:
     dtime: float = 0.0  # deterministic seconds (a Deadline's unit) the run took
 
 
+# CP-SAT's deterministic time per deterministic second of a Deadline: CP-SAT's unit is far slower
+# than a wall second here (measured on minimalloc A and D, one worker: 0.07-0.1 per CPU second), so
+# counting it 1:1 made a 10 s deterministic limit take 65-100 s.
+DTIME_PER_SECOND = 0.1
+
+
 # Solves running on any thread (``solve``). A solve told to stop while the interpreter exits aborts
 # the process ("terminate called without an active exception"): at exit each is stopped and waited
 # for, at most EXIT_WAIT seconds (one stops within milliseconds of ``stop_search``).
@@ -96,27 +102,14 @@ def _stop_running() -> None:
         _RUNNING_CHANGED.wait_for(lambda: not _RUNNING, EXIT_WAIT)
 
 
-# Deterministic runs stop on CP-SAT's deterministic time, which does not depend on load; wall
-# time caps them only so that a run cannot hang. One deterministic second (one worker) took about
-# 1.4 CPU seconds and up to 10 wall seconds on a 2-core machine at load 9, so a 3x and then a 10x
-# cap fired and --deterministic plans varied. When the cap fires the plan says so (stats
-# "deterministic_wall_capped").
-DETERMINISTIC_WALL_FACTOR = 30.0
-# CP-SAT's deterministic time per deterministic second of a Deadline: CP-SAT's unit is far slower
-# than a wall second here (measured on minimalloc A and D, one worker: 0.07-0.1 per CPU second), so
-# counting it 1:1 made a 10 s deterministic limit take 65-100 s.
-DTIME_PER_SECOND = 0.1
-
-
 @dataclass
 class Settings:
-    """Solver options shared by every CP-SAT run of one planner call (and a count of cut-short runs)."""
+    """Solver options shared by every CP-SAT run of one planner call."""
 
     workers: int = 2
     seed: int = 0
     log: bool = False
     extra: dict[str, object] = field(default_factory=dict)
-    wall_capped: int = 0  # deterministic runs stopped by the wall-clock cap: their results may not repeat
 
     def apply(self, solver: cp_model.CpSolver, deadline: Deadline) -> None:
         p = solver.parameters
@@ -129,9 +122,9 @@ class Settings:
         p.catch_sigint_signal = False  # a signal cancels the Deadline, which stops this solve
         seconds = min(max(deadline.left(), 0.01), 1e9)
         if deadline.deterministic:
-            # deterministic time is the planned stop (reproducible); wall time only a hard cap
+            # deterministic time is the planned stop (reproducible); the wall-clock guard a hard cap
             p.max_deterministic_time = seconds * DTIME_PER_SECOND
-            p.max_time_in_seconds = seconds * DETERMINISTIC_WALL_FACTOR
+            p.max_time_in_seconds = min(max(deadline.wall_left(), 0.01), 1e9)
         else:
             p.max_time_in_seconds = seconds
         for k, v in self.extra.items():
@@ -506,7 +499,7 @@ def _run_once(pm: PartModel, settings: Settings, deadline: Deadline, report, sta
     deadline.spend(out.dtime)
     if (deadline.deterministic and deadline.cancelled is None and status not in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
             and solver.deterministic_time < 0.99 * solver.parameters.max_deterministic_time):  # stopped by the wall clock
-        settings.wall_capped += 1
+        deadline.hit_guard()
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         out.choices = [c for _, c in sorted(pm.read(solver).items())]
         if pm.objective.optimizes:
@@ -688,8 +681,6 @@ def cpsat_planner(problem: Problem, deadline: Deadline, workers: int = 2, seed: 
     result = solve_parts(problem, objective, deadline,
                          lambda part, share, rep: solve_part_cpsat(part, share, settings, objective, None, rep),
                          progress)
-    if settings.wall_capped:
-        result.stats["deterministic_wall_capped"] = settings.wall_capped
     return result
 
 

@@ -536,6 +536,7 @@ def run(model: Model, solver: str, deadline: Deadline, workers: int = 1, seed: i
             nodes = max(1, int(deadline.left() * MIP_NODES_PER_SECOND))
             wall = min(MIP_WALL_CAP[0] * deadline.left() + MIP_WALL_CAP[1], deadline.wall_left())
             if wall <= _STARTUP[solver]:  # it could not even start: the limit's wall time is up
+                deadline.hit_guard()
                 return Outcome(None, status=CAPPED, stats={"deterministic_wall_capped": 1})
     if solver == "highs":
         out = _run_highs(model, deadline, seconds, gap_abs, workers, seed, warm, nodes, wall)
@@ -543,6 +544,8 @@ def run(model: Model, solver: str, deadline: Deadline, workers: int = 1, seed: i
         out = _run_cbc(model, deadline, seconds, gap_abs, workers, seed, warm, nodes, wall, window)
     if deadline.deterministic:
         deadline.spend(float(out.stats.get("nodes", 0)) / MIP_NODES_PER_SECOND)  # type: ignore[arg-type]
+        if "deterministic_wall_capped" in out.stats:
+            deadline.hit_guard()
     return out
 
 
