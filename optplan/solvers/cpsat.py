@@ -66,9 +66,12 @@ class Outcome:
 
 
 # CP-SAT's deterministic time per deterministic second of a Deadline: CP-SAT's unit is far slower
-# than a wall second here (measured on minimalloc A and D, one worker: 0.07-0.1 per CPU second), so
-# counting it 1:1 made a 10 s deterministic limit take 65-100 s.
-DTIME_PER_SECOND = 0.1
+# than a wall second here (counting it 1:1 made a 10 s deterministic limit take 65-100 s). At 0.1,
+# one deterministic second took a median 1.43 CPU s (0.95-1.9) minimizing the peak of generated
+# cut and perturbed instances, and 4-7 CPU s at their capacity where CP-SAT found no plan
+# (experiments/calibrate_deterministic.py): 0.07 makes the first about a CPU second; the rest is
+# what the wall-clock guard (``Deadline.wall_left``) is for.
+DTIME_PER_SECOND = 0.07
 
 
 # Solves running on any thread (``solve``). A solve told to stop while the interpreter exits aborts
