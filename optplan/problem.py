@@ -326,7 +326,8 @@ class Problem:
             return (0, 0)
         if self.concurrent:  # the scalar stand-ins of Buffer.footprint
             return (min(sum(b.start) for b in self.buffers), max(sum(b.end) for b in self.buffers))  # type: ignore[arg-type]
-        return (min(b.start for b in self.buffers), max(b.end for b in self.buffers))  # type: ignore[type-var]
+        cols = self.columns  # (a pass over the buffers per call cost compare 0.1 s on idealloc/S_1)
+        return int(cols.start.min()), int(cols.end.max())
 
     # -- derived problems ------------------------------------------------------------------
     def with_capacity(self, capacity: int) -> Problem:
