@@ -297,3 +297,17 @@ def test_a_deterministic_mip_stopped_by_its_wall_cap_keeps_the_warm_start_every_
         assert plan.stats["deterministic_wall_capped"] == 1 and milp.CAPPED in plan.stats["mip_status"]
         assert plan.placements == warm and validate(p, plan.placements) == []
     assert plans[0].placements == plans[1].placements and plans[0].message == plans[1].message
+
+
+@pytest.mark.parametrize("solver", ["milp-cbc", "milp-highs"])
+def test_a_mip_that_would_not_fit_in_memory_is_refused_in_one_line(shared, monkeypatch, capsys, solver) -> None:
+    """Issue 19 §2: the model's size is estimated (``BYTES_PER_PAIR`` per pair of units alive
+    together) before anything is built; with less memory available than that (here 1 MiB) the
+    planner refuses with one line naming the need, and the CLI exits 2 at once."""
+    monkeypatch.setattr(milp, "available_memory", lambda: 1 << 20)
+    path = shared / "minimalloc" / "A.1048576.csv"
+    with pytest.raises(OptplanError, match=r"would have about [\d,]+ disjunctive pairs and need about"):
+        planners.solve(read_problem(path), solver, time_limit=5)
+    assert main(["solve", str(path), "--planner", solver, "--time-limit", "5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "GiB available" in err[0]
