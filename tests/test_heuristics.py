@@ -381,3 +381,20 @@ def test_pilot_order_ties_keep_the_given_order():
         value = {n: planners.solve(p, n).objective_value for n in order}
         assert got == sorted(order, key=lambda n: (value[n], order.index(n)))
         assert value[got[0]] == 3 and value[got[-1]] > 3  # 3: the bound (naive and recycle do not reuse it all)
+
+
+@given(st.lists(st.tuples(st.integers(0, 8), st.integers(1, 6), st.integers(0, 4)), min_size=2, max_size=30),
+       st.randoms(use_true_random=False))
+def test_hill_climb_reads_the_peak_units_off_the_arrays_as_off_placements(rows, rnd):
+    import numpy as np
+
+    from optplan.heuristics.hill_climb import _peak_units
+    from optplan.plan import Layout
+
+    cols = [np.array(c, np.int64) for c in zip(*[(s, s + n, z) for s, n, z in rows])]
+    p = Problem.from_columns([f"b{i}" for i in range(len(rows))], *cols)
+    plan = greedy(p, orders.by_size(p), policy="best").placements
+    assert isinstance(plan, Layout)
+    order = list(range(len(rows)))
+    rnd.shuffle(order)
+    assert _peak_units(p, order, plan) == _peak_units(p, order, dict(plan.items()))

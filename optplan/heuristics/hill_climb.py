@@ -16,12 +16,14 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 
+import numpy as np
+
 from optplan.bounds import lower_bounds
 from optplan.deadline import Deadline, Pacer
 from optplan.heuristics.orders import by_conflicts, by_size, by_start
 from optplan.heuristics.packer import greedy, score
 from optplan.objective import Objective
-from optplan.plan import Placement, peaks
+from optplan.plan import Placement, layout_of, peaks
 from optplan.planners import Result, planner
 from optplan.problem import Problem, objective_weights
 
@@ -33,6 +35,13 @@ def _peak_units(problem: Problem, order: list[int], placements: Mapping[str, Pla
     """Positions in ``order`` of units whose top reaches their memory's (weighted) peak."""
     peak = peaks(problem, placements)
     weights = objective_weights(problem)
+    layout = layout_of(problem, placements)
+    if layout is not None and problem.columns.plain:  # a unit per buffer, its top its size: the arrays
+        size = problem.columns.size
+        at = np.array([peak[m] for m in layout.names], np.int64)[layout.where]
+        weighed = np.array([weights[m] > 0 for m in layout.names])[layout.where]
+        hot = (size > 0) & (layout.offset + size == at) & weighed
+        return np.flatnonzero(hot[np.asarray(order, np.int64)]).tolist()
     out = []
     units = problem.units
     for i, k in enumerate(order):
