@@ -90,6 +90,7 @@ LNS_MOVE_DTIME = 0.01  # deterministic seconds an LNS move costs at least (build
 # S_1-shaped 62k in 2 parts 1.4 s, 1M in 48 parts 42.5 s): at a million units the parts' stage is not
 # started unless the time left covers twice that (with no heuristic plan at 1M, 60 s, auto ran 218 s)
 REDUCE_SECONDS_PER_UNIT = 4e-5
+REDUCE_ONE_PART_SECONDS_PER_UNIT = 5e-6  # one part: no sub-problem to build (idealloc/S_1: 0.13 CPU s)
 
 
 def _auto_clocks(problem: Problem, best: Plan | None, objective: Objective, deadline: Deadline,
@@ -210,16 +211,30 @@ def _auto(problem: Problem, deadline: Deadline, workers: int, seed: int, objecti
     return merged
 
 
-def _reduce_seconds(problem: Problem) -> float:
-    """Wall seconds ``reduce`` would take on ``problem`` now (``REDUCE_SECONDS_PER_UNIT``)."""
-    return REDUCE_SECONDS_PER_UNIT * problem.unit_count * planners.slowdown()
+def _reduce_seconds(problem: Problem, one_part: bool = False) -> float:
+    """Wall seconds ``reduce`` would take on ``problem`` now (``REDUCE_*SECONDS_PER_UNIT``)."""
+    per_unit = REDUCE_ONE_PART_SECONDS_PER_UNIT if one_part else REDUCE_SECONDS_PER_UNIT
+    return per_unit * problem.unit_count * planners.slowdown()
 
 
 def _parts_affordable(problem: Problem, work: Deadline) -> bool:
     """Whether the time left covers splitting the problem into parts (a pass in Python that
-    cannot be interrupted), with time to spare for the parts. Deterministic deadlines: always
+    cannot be interrupted), with time to spare for the parts: at the cost of several parts, or of
+    one when the buffers of a plain problem form one time section. Deterministic deadlines: always
     (their seconds do not count it, and the plan must not depend on the load)."""
-    return not work.limited or work.deterministic or work.left() >= 2 * _reduce_seconds(problem)
+    if not work.limited or work.deterministic or work.left() >= 2 * _reduce_seconds(problem):
+        return True
+    cols = problem.columns
+    held = cols.size > 0  # (units without bytes are no part's)
+    return (cols.plain and len(problem.memories) == 1 and _one_section(cols.start[held], cols.end[held])
+            and work.left() >= 2 * _reduce_seconds(problem, one_part=True))
+
+
+def _one_section(start: np.ndarray, end: np.ndarray) -> bool:
+    """No time step splits these lifetimes (``reduce.time_sections`` would find one section)."""
+    order = np.argsort(start, kind="stable")
+    s, reach = start[order], np.maximum.accumulate(end[order])
+    return not (s[1:] >= reach[:-1]).any()
 
 
 def _pairs(start: np.ndarray, end: np.ndarray) -> int:

@@ -359,6 +359,9 @@ def test_no_parts_stage_when_splitting_would_outlast_the_limit(monkeypatch) -> N
     monkeypatch.setattr(heuristics_run, "heuristic_names", lambda: ["naive"])
     p = _small()
     assert solve(p, "auto", deterministic=True, time_limit=1).stats.get("parts_not_run") is None  # as always
+    assert portfolio._one_section(p.columns.start, p.columns.end)  # one part: a cheap split, done
+    assert solve(p, "auto", time_limit=30).stats.get("parts_not_run") is None
+    monkeypatch.setattr(portfolio, "REDUCE_ONE_PART_SECONDS_PER_UNIT", 1e3)
     monkeypatch.setattr(portfolio, "reduce", no_reduce)
     naive = solve(p, "naive")
     assert naive.status == Status.FEASIBLE  # work left for the parts
