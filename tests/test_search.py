@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -706,6 +708,64 @@ def test_restart_orderings_keep_decisions_exact(problem: Problem, seed: int) -> 
     assert sched.fresh > 0 or sched.limit == 1  # restarts ran unless the first round decided it
     if out.offsets is not None:
         assert validate(problem, inst.placements(out.offsets)) == []
+
+
+def test_two_workers_race_the_first_orderings_in_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With two workers the first ordering and its unforced twin run side by side from the first
+    round: the twin's plan stops the first ordering's run (here one that would otherwise run on for
+    the whole deadline), where a first round in one thread would wait for it."""
+    problem = Problem(tuple(Buffer(f"b{i}", 1 + i % 3, i, i + 3) for i in range(12)), (Memory("m"),))
+    inst = build(problem, "m", list(problem.units))
+    engine.ensure_compiled()  # not inside the race: loading the kernel takes seconds at load
+    monkeypatch.setattr(engine, "RACE_MIN_UNITS", 2)
+    search = kernel.search
+    stopped = []
+
+    def stuck_when_forced(a, rules, cap, limit, stop, *args):  # type: ignore[no-untyped-def]
+        if not rules.forced:
+            return search(a, rules, cap, limit, stop, *args)
+        end = time.monotonic() + 30.0
+        while not stop[0] and time.monotonic() < end:
+            time.sleep(0.001)
+        stopped.append(bool(stop[0]))
+        return kernel.LIMIT, 1
+
+    monkeypatch.setattr(engine.kernel, "search", stuck_when_forced)
+    out = engine.decide_parallel(engine.orderings(inst), inst.n, 1 << 40, Deadline(20.0), workers=2)
+    assert out.status == kernel.FOUND and stopped == [True]
+    assert validate(problem, inst.placements(out.offsets)) == []
+
+
+def test_a_worker_threads_error_reaches_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = Problem(tuple(Buffer(f"b{i}", 1 + i % 3, i, i + 3) for i in range(12)), (Memory("m"),))
+    inst = build(problem, "m", list(problem.units))
+    threads = []
+
+    def broken(*args):  # type: ignore[no-untyped-def]
+        threads.append(threading.current_thread().name)
+        raise MemoryError("worker")
+
+    monkeypatch.setattr(engine.kernel, "search", broken)
+    monkeypatch.setattr(engine, "RACE_MIN_UNITS", 2)
+    with pytest.raises(MemoryError, match="worker"):
+        engine.decide_parallel(engine.orderings(inst), inst.n, 1 << 40, Deadline(20.0), workers=2)
+    assert threads
+
+
+def test_a_spent_share_still_runs_once_while_the_limit_lasts() -> None:
+    """A time part's share can be spent before its decision starts (milliseconds for a one-unit part,
+    at load): its first run still happens while the whole limit has time, and not once it is over."""
+    problem = Problem(tuple(Buffer(f"b{i}", 1 + i % 3, i, i + 3) for i in range(12)), (Memory("m"),))
+    inst = build(problem, "m", list(problem.units))
+    spent = Deadline(30.0).part(0.0)
+    assert spent.left() == 0
+    out = engine.decide(engine.orderings(inst), inst.n, 1 << 40, spent, np.zeros(1, np.int64))
+    assert out.status == kernel.FOUND and out.stats.runs == 1
+    over = Deadline(0.0)
+    assert engine.decide(engine.orderings(inst), inst.n, 1 << 40, over, np.zeros(1, np.int64)).status == kernel.LIMIT
+    cancelled = Deadline(30.0)
+    cancelled.cancel()
+    assert engine.decide(engine.orderings(inst), inst.n, 1 << 40, cancelled.part(1.0), np.zeros(1, np.int64)).status == kernel.LIMIT
 
 
 def test_restart_orderings_are_seeded_and_differ() -> None:

@@ -1,10 +1,10 @@
-"""Driving the compiled search: orderings, restarts, worker processes, minimization.
+"""Driving the compiled search: orderings, restarts, worker threads, minimization.
 
 A decision ("does a plan fit under cap?") runs the search round-robin over several static
 orderings with node limits that grow fourfold each round: the ordering decides most of the run time,
 and restarts keep one bad ordering from eating the budget. A run that ends without hitting its
 node limit is complete, so its INFEASIBLE is a proof. With several workers the orderings are
-dealt out to forked processes that stop each other through a shared flag.
+dealt out to threads (the kernel releases the GIL) that stop each other through a shared flag.
 
 Minimization searches upward from the lower bound: every capacity proven infeasible raises the
 bound, and the first capacity that admits a plan is the optimum.
@@ -37,6 +37,15 @@ FLOOR_SHARE = 0.25  # of a minimization slice, for proving the bound while a bet
 # deterministic seconds a lowest-offset dive of a large instance costs per unit (idealloc/S_1:
 # 0.85 CPU s for 28,526 units)
 DIVE_SECONDS_PER_UNIT = 3e-5
+# seconds the other workers of a decision wait before they join the first: most decisions end sooner, and an
+# idle thread costs nothing where a running one takes CPU and the GIL from the first (generated cuts, load 5:
+# 10 of 140 decisions went from 5-15 ms to 15-30 ms without the wait)
+RACE_DELAY = 0.005
+# a decision on fewer units, or with less time, runs in one thread: it ends in a few nodes (a time part of
+# a generated cut: 1-36 units), and starting a thread under load took longer than its few milliseconds
+RACE_MIN_UNITS = 32
+RACE_MIN_SECONDS = 0.05
+TIMER_NODES = 1024  # a dive of fewer nodes runs without a timer thread (``_stopped_at``)
 TABLE_SLOTS = 1 << 20  # failed-state table per ordering and process: 2 words a slot (16 MiB, touched lazily)
 NO_TABLE = (np.zeros(0, np.int64), np.zeros((2, 0), np.int64))
 RULES = kernel.ALL_RULES  # every pruning rule on (tests switch them off one by one)
@@ -141,7 +150,7 @@ def orderings(inst: Instance, seed: int = 0) -> list[Ordered]:
 def table_of(o: Ordered, slots: int | None = None, nodes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The ordering's failed-state table and its random words, allocated on first use in this
     process and kept for its later runs (restarts, other capacities: the key includes the
-    capacity); a forked worker's table dies with it. ``slots``: at most this many (None:
+    capacity), in whichever worker thread runs the ordering. ``slots``: at most this many (None:
     ``TABLE_SLOTS``; < 2: no table); ``nodes``: the next run's budget, which sizes the table
     (twice as many slots, at least 1024), the keys moving into a larger one as budgets grow:
     a large table costs a page fault per page a short run touches. The random words come from the
@@ -237,10 +246,10 @@ def first_descent(inst: Instance, cap: int, clock: Deadline, seed: int = 0) -> t
 @contextmanager
 def _stopped_at(clock: Deadline | None, stop: np.ndarray, nodes: int) -> Iterator[None]:
     """Within the block, ``stop[0]`` is set when a wall-clock ``clock`` ends or is cancelled (a
-    deterministic one: at its wall-clock guard, reported by ``hit_guard``). The kernel polls it
-    every ``kernel.POLL_NODES`` nodes, so a run of fewer ``nodes`` gets no timer: starting its
-    thread cost more than the dive on small parts (1.5 ms a start at load 4)."""
-    if clock is None or not clock.limited or nodes < kernel.POLL_NODES or clock.wall_left() == math.inf:
+    deterministic one: at its wall-clock guard, reported by ``hit_guard``). A run of fewer than
+    ``TIMER_NODES`` nodes (milliseconds) gets no timer: starting its thread cost more than the
+    dive on small parts (1.5 ms a start at load 4)."""
+    if clock is None or not clock.limited or nodes < TIMER_NODES or clock.wall_left() == math.inf:
         yield
         return
     if clock.deterministic:
@@ -279,13 +288,11 @@ def fresh(inst: Instance, seed: int, k: int) -> Ordered:
 
 @dataclass
 class Schedule:
-    """Where a decision's round robin stands: the node limit of the next round, this process's next
-    restart ordering (``fresh``, then every ``step``-th: workers share them out), and the last
-    round's limit to run here (None: no end) before returning LIMIT for another process to go on."""
+    """Where a decision's round robin stands: the node limit of the next round and this worker's
+    next restart ordering (``fresh``, then every ``step``-th: workers share them out)."""
     limit: int = FIRST_LIMIT
     fresh: int = 0
     step: int = 1
-    until: int | None = None
 
 
 def decide(ords: list[Ordered], n: int, cap: int, clock: Deadline, stop: np.ndarray, exact: bool = True,
@@ -295,7 +302,9 @@ def decide(ords: list[Ordered], n: int, cap: int, clock: Deadline, stop: np.ndar
     each run once with at most ``RESTART_NODES``. Not ``exact``: an ordering's INFEASIBLE only
     retires it (another ordering's canonical plans may differ); INFEASIBLE once all are retired.
     Each ordering keeps its failed-state table (``slots`` slots) across its restarts: a restart
-    skips what failed before."""
+    skips what failed before. A wall clock spent before the first run (a time part's share of a
+    few milliseconds, used up at load by the parts before it) still gets one run of
+    ``node_budget``'s minimum while the whole limit lasts: most such decisions end in it."""
     with clock.on_cancel(lambda: stop.__setitem__(0, 1)):
         return _decide(ords, n, cap, clock, stop, exact, slots, schedule or Schedule())
 
@@ -335,12 +344,10 @@ def _decide(ords: list[Ordered], n: int, cap: int, clock: Deadline, stop: np.nda
     ords = list(ords)
     inst, seed = (ords[0].inst, ords[0].seed[0]) if ords else (None, 0)
     while ords:
-        if sched.until is not None and sched.limit > sched.until:
-            return Outcome(kernel.LIMIT, None, stats)
         spent = stats.nodes
         for o in list(ords):
-            if clock.left() <= 0 or stop[0]:
-                return Outcome(kernel.LIMIT, None, stats)
+            if stop[0] or clock.left() <= 0 and (stats.runs or clock.deterministic or clock.root.left() <= 0):
+                return Outcome(kernel.LIMIT, None, stats)  # but a share spent before its first run still runs once
             status, out = _run(o, n, cap, clock, stop, slots, sched.limit, stats)
             if status == kernel.FOUND:
                 return Outcome(status, o.unpermute(out), stats)
@@ -363,66 +370,61 @@ def _decide(ords: list[Ordered], n: int, cap: int, clock: Deadline, stop: np.nda
     return Outcome(kernel.INFEASIBLE, None, stats)
 
 
-def _child(ords: list[Ordered], n: int, cap: int, clock: Deadline, flag: object, conn: object, exact: bool,
-           slots: int | None, sched: Schedule) -> None:
-    stop = np.frombuffer(flag, dtype=np.int64)  # type: ignore[call-overload]
-    out = decide(ords, n, cap, clock, stop, exact, slots, sched)
-    if out.status == kernel.FOUND or (exact and out.status == kernel.INFEASIBLE):
-        stop[0] = 1
-    conn.send(out)  # type: ignore[attr-defined]
-    conn.close()  # type: ignore[attr-defined]
-
-
 def decide_parallel(ords: list[Ordered], n: int, cap: int, clock: Deadline, workers: int,
                     exact: bool = True, slots: int | None = None) -> Outcome:
-    """``decide``: its first round in this process (most decisions end there, and a fork costs
-    more), then the orderings and restarts dealt out to ``workers`` processes (forked: the compiled
-    kernels come along); the first plan or proof stops the others. Which one that is depends on
-    timing, so a deterministic ``clock`` runs everything in this process."""
+    """``decide`` with the orderings and restarts dealt out to ``workers`` threads, the others
+    joining the first after ``RACE_DELAY`` (the kernel runs without the GIL, and a thread starts in
+    microseconds where a fork cost more than most decisions: the first ordering and its unforced
+    twin race from the first round); the first plan or proof stops the others, and each
+    ordering's failed-state table stays in this process for its later decisions. Which one wins
+    depends on timing, so a deterministic ``clock`` runs everything in this thread, and so does a
+    decision too small to pay for a thread (``RACE_MIN_UNITS``, ``RACE_MIN_SECONDS``)."""
     workers = min(workers, len(ords))
-    if workers <= 1 or clock.deterministic or "fork" not in mp.get_all_start_methods():
+    if workers <= 1 or clock.deterministic or n < RACE_MIN_UNITS or clock.left() < RACE_MIN_SECONDS:
         return decide(ords, n, cap, clock, np.zeros(1, np.int64), exact, slots)
-    sched = Schedule(until=FIRST_LIMIT)
-    first = decide(ords, n, cap, clock, np.zeros(1, np.int64), exact, slots, sched)
-    if first.status != kernel.LIMIT or clock.left() <= 0:
-        return first
-    outs = [first, *_parallel(ords, n, cap, clock, workers, exact, slots, sched)]
+    stop = np.zeros(1, np.int64)
+    outs: list[Outcome | BaseException | None] = [None] * workers
+    decided = threading.Event()  # set with stop[0]: the others need not start
+
+    def work(k: int) -> None:
+        if k and decided.wait(RACE_DELAY):
+            outs[k] = Outcome(kernel.LIMIT, None, Stats())
+            return
+        try:
+            out: Outcome | BaseException = decide(ords[k::workers], n, cap, clock, stop, exact, slots,
+                                                  Schedule(FIRST_LIMIT, k, workers))
+        except BaseException as e:  # re-raised in the caller's thread
+            out = e
+        if not isinstance(out, Outcome) or out.status == kernel.FOUND or (exact and out.status == kernel.INFEASIBLE):
+            stop[0] = 1
+            decided.set()
+        outs[k] = out
+
+    threads = [threading.Thread(target=work, args=(k,), daemon=True, name=f"optplan-search-{k}") for k in range(1, workers)]
+    for t in threads:
+        t.start()
+    work(0)
+    for t in threads:
+        t.join()
+    return _combined(outs, exact)
+
+
+def _combined(outs: list[Outcome | BaseException | None], exact: bool) -> Outcome:
+    """One outcome of the workers' outcomes: a plan, else a proof (or every ordering retired), else LIMIT."""
     stats = Stats()
+    done: list[Outcome] = []
     for o in outs:
+        if isinstance(o, BaseException):
+            raise o
+        assert o is not None
         stats.add(o.stats)
-    for o in outs:
+        done.append(o)
+    for o in done:
         if o.status == kernel.FOUND:
             return Outcome(o.status, o.offsets, stats)
-    if any(o.status == kernel.INFEASIBLE for o in outs) and (exact or len(outs) == workers + 1 and all(
-            o.status == kernel.INFEASIBLE for o in outs[1:])):  # a proof, or every ordering retired
+    if any(o.status == kernel.INFEASIBLE for o in done) and (exact or all(o.status == kernel.INFEASIBLE for o in done)):
         return Outcome(kernel.INFEASIBLE, None, stats)
     return Outcome(kernel.LIMIT, None, stats)
-
-
-def _parallel(ords: list[Ordered], n: int, cap: int, clock: Deadline, workers: int, exact: bool,
-              slots: int | None, sched: Schedule) -> list[Outcome]:
-    """The rounds after ``sched`` in ``workers`` processes (this one and forked children); their outcomes."""
-    ctx = mp.get_context("fork")
-    flag = ctx.RawArray("q", 1)
-    stop = np.frombuffer(flag, dtype=np.int64)
-    mine = [Schedule(sched.limit, sched.fresh + k, workers) for k in range(workers)]
-    children = []
-    for k in range(1, workers):
-        recv, send = ctx.Pipe(duplex=False)
-        p = ctx.Process(target=_child, args=(ords[k::workers], n, cap, clock, flag, send, exact, slots, mine[k]), daemon=True)
-        p.start()
-        send.close()
-        children.append((p, recv))
-    outs = [decide(ords[0::workers], n, cap, clock, stop, exact, slots, mine[0])]
-    if outs[0].status == kernel.FOUND or (exact and outs[0].status == kernel.INFEASIBLE):
-        stop[0] = 1
-    for p, recv in children:
-        try:
-            outs.append(recv.recv())
-        except EOFError:  # a worker died: its share of the portfolio is simply missing
-            pass
-        p.join()
-    return outs
 
 
 # -- minimization ----------------------------------------------------------------------------

@@ -99,7 +99,8 @@ import numpy as np
 from numba import njit
 
 FOUND, INFEASIBLE, LIMIT = 1, 0, 2
-POLL_NODES = 1024  # the search reads its stop flag every this many nodes (a power of two)
+POLL_NODES = 64  # the search reads its stop flag every this many nodes (a power of two): a raced ordering
+# that lost stops within a millisecond, not 1024 nodes (20-40 ms at load) later
 _PLACE, _FLOOR, _MF = 0, 1, 2
 _BIG = np.int64(1) << np.int64(62)
 _M1 = np.int64(-49064778989728563)  # 0xff51afd7ed558ccd, 0xc4ceb9fe1a85ec53: MurmurHash3's fmix64
@@ -947,7 +948,7 @@ def _backtrack(st, a, o, single, use_tt):
     reg[_TTOP] = ttop
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # engine.decide_parallel runs orderings in threads
 def search(a, rules, cap, node_limit, stop, offsets, table, zob):
     """Is there a canonical plan of ``a`` (an ``Arrays``) with every top <= ``cap``, under the
     pruning ``rules`` (a ``Rules``)? Returns (status, nodes); on FOUND ``offsets`` holds it. LIMIT:

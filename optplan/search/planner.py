@@ -45,7 +45,7 @@ def time_parts(units: list[Unit]) -> list[list[Unit]]:
 def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1,
            objective: Objective | str | None = None, progress: Callable[[dict], None] | None = None,
            goal: dict[str, int] | None = None) -> Result:
-    """Canonical-solution search (numba); ``workers`` processes share the ordering portfolio.
+    """Canonical-solution search (numba); ``workers`` threads share the ordering portfolio.
     A deterministic ``deadline``: time counted in search nodes (``engine.NODES_PER_SECOND`` per second), one
     process: the same answer on every run and machine. ``goal``: per-memory peaks (bytes) that are
     good enough, when the problem is a part of a larger one whose memory cannot go below them:
