@@ -61,14 +61,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nodes", type=int, default=200_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--orderings", type=int, default=3, help="first k orderings of each instance")
+    ap.add_argument("--generated", nargs="*", default=["guillotine:1:2", "pinwheel:2:3"],
+                    help="generated instances as FAMILY:FIRST:END seeds (the tuning family)")
+    ap.add_argument("--no-challenging", action="store_true", help="leave out minimalloc A-E")
     ap.add_argument("-o", "--output")
     args = ap.parse_args(argv)
     lines = ["```", "python " + " ".join(shlex.quote(a) for a in sys.argv), "```", ""]
     t0 = time.perf_counter()
     old = old_kernel(args.before)
     engine.ensure_compiled()
-    probs = [(f.stem.split(".")[0], read_problem(f)) for f in find(["minimalloc"], list("ABCDE"))]
-    probs += [(f"{fam}-{s}", instance(fam, s)) for fam, s in (("guillotine", 1), ("pinwheel", 2))]
+    probs = [] if args.no_challenging else [(f.stem.split(".")[0], read_problem(f)) for f in find(["minimalloc"], list("ABCDE"))]
+    for spec in args.generated:
+        fam, first, end = spec.split(":")
+        probs += [(f"{fam}-{s}", instance(fam, s)) for s in range(int(first), int(end))]
     compiled = False
     lines.append(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     lines += ["", "| instance | ordering | status | nodes before | nodes after | nodes/s before | nodes/s after | after / before |",
@@ -79,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         for o in engine.orderings(inst)[: args.orderings]:
             a = o.arrays
             words = kernel.table_words(inst.n, inst.nsec)
-            old_args = tuple(a)
+            old_args = (a, engine.RULES) if hasattr(old, "Rules") else tuple(a)  # before the rules switches: no rules
             new_args = (a, engine.RULES)
             if not compiled:  # compile both outside the timings
                 run(old.search, old_args, inst.n, 10, words, 0)
