@@ -806,3 +806,75 @@ def test_every_other_restart_runs_without_the_forced_rule(monkeypatch: pytest.Mo
                                 engine.Stats())
         assert status == kernel.FOUND
     assert seen == [True, False]
+
+
+def flat_profile(seed: int, cells: tuple[int, int] = (16, 32), steps: int = 12, largest: int = 10) -> Problem:
+    """Every step holds the same live load (buffers end at random, new ones fill the room back):
+    a plan at the load bound is a perfect packing at every step, which contiguity often forbids
+    (experiments/bench_minimize.py's tight family, in units of one byte)."""
+    rng = random.Random(f"tight-{seed}")
+    height = rng.randint(*cells)
+    live: list[tuple[int, int]] = []
+    done: list[tuple[int, int, int]] = []
+    for t in range(steps):
+        keep = []
+        for s0, size in live:
+            if t > 0 and rng.random() < 0.5:
+                done.append((s0, t, size))
+            else:
+                keep.append((s0, size))
+        live = keep
+        room = height - sum(size for _, size in live)
+        while room > 0:
+            size = rng.randint(1, min(room, largest))
+            live.append((t, size))
+            room -= size
+    done += [(s0, steps, size) for s0, size in live]
+    return Problem(tuple(Buffer(str(i), size, s0, s1) for i, (s0, s1, size) in enumerate(done)), (Memory("mem"),))
+
+
+def test_a_decision_cut_short_resumes_where_it_stopped() -> None:
+    """The minimization gives a decision slices of time, doubling, and tries it again later with the
+    same ``Schedule``: it must go on from the ordering it stopped in, not from the round's first one.
+    Resumed so, this decision costs what it costs in one go (26k nodes); from the round's first
+    ordering in each slice it took 427k. (13 generated decisions of 5-93k nodes: resumed 0.97x one
+    run in all, from the start of the round each time 3x.)"""
+    problem = flat_profile(10, (24, 48), 14, 12)
+    inst = build(problem, "mem", list(problem.units))
+    cap = lower_bounds(problem).lower["mem"] // inst.scale
+    guard = Deadline(600.0, deterministic=True)  # parts of it: node budgets, with a wall-clock guard far off
+    whole = engine.decide(engine.orderings(inst), inst.n, cap, guard.part(20.0), np.zeros(1, np.int64))
+    assert whole.status == kernel.FOUND and whole.stats.runs > 10
+    ords, sched, nodes, slices = engine.orderings(inst), engine.Schedule(), 0, 0
+    while slices < 40:
+        slices += 1
+        out = engine.decide(ords, inst.n, cap, guard.part((1000 << (slices // 2)) / NODES_PER_SECOND), np.zeros(1, np.int64),
+                            schedule=sched)
+        nodes += out.stats.nodes
+        if out.status != kernel.LIMIT:
+            break
+    assert out.status == kernel.FOUND and out.offsets is not None
+    assert validate(problem, inst.placements(out.offsets)) == []
+    assert nodes <= 1.2 * whole.stats.nodes, (nodes, whole.stats.nodes)
+
+
+def test_an_undecided_floor_does_not_keep_the_plan_from_coming_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the step down from the best plan reaches the floor, a floor that is never decided took
+    every slice, while a plan just above it was a short decision (generated tight-3 at 10 s: 76
+    units at a bound of 72, where 73 takes 0.2 s). The step halves there too: here, with the
+    floor's decisions never ending, 2 units above it (4 when the step stayed)."""
+    real = engine.decide_parallel
+    problem = flat_profile(3, (64, 128), 20, 32)  # bench_minimize.py's tight-3 in bytes
+    lb = lower_bounds(problem).lower["mem"]
+
+    def floor_never_decided(ords, n, cap, clock, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if cap == lb:
+            clock.spend(clock.left())
+            return engine.Outcome(kernel.LIMIT, None, engine.Stats())
+        return real(ords, n, cap, clock, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "decide_parallel", floor_never_decided)
+    inst = build(problem, "mem", list(problem.units))
+    ans = engine.solve(inst, None, lb, "min-peak", Deadline(600.0, deterministic=True).part(5.0))  # a wall guard far off
+    assert ans.timed_out and ans.bound == lb and ans.dive_peak == lb + 16
+    assert ans.peak is not None and ans.peak <= lb + 2
