@@ -36,6 +36,7 @@ from optplan.objective import Goal, Objective
 from optplan.plan import Placement, Plan, Status, peaks
 from optplan.planners import Result, planner
 from optplan.problem import Problem, objective_weights
+from optplan.search import engine
 from optplan.search.instance import MAX_PAIRS
 from optplan.solvers.cpsat import (
     FULL_MODEL_MAX_UNITS,
@@ -756,8 +757,9 @@ def _race(part: Part, clock: Deadline, settings: Settings, objective: Objective,
     quiet = getattr(_FLOOR_RACE, "on", False)  # the search at the bound runs beside: this one gives way to it
 
     def searching_member(d: Deadline) -> Plan:
-        if quiet:
+        if quiet:  # (a forked process: the engine's constant changes here only)
             _lower_priority(RACE_NICE)
+            engine.FLOOR_SHARE = 0.0  # the race decides the bound: all of this one's time goes to a better plan
         return planners.solve(part.sub_problem, name, deadline=d, seed=seed, objective=objective, workers=mine, goal=caps)
 
     member = fork_member(searching_member, searching)
