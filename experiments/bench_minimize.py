@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--planner", default="auto")
     ap.add_argument("--seeds", default="0:20")
     ap.add_argument("--workers", type=int, default=0, help="0: the planner's default")
-    ap.add_argument("--instances", default="", help="challenging: only these, e.g. A,D")
+    ap.add_argument("--instances", default="", help="only these, e.g. A,D or tight-3,pinwheel-8")
     ap.add_argument("--cells", default="16:32", help="tight: range of the live load per step, in KiB")
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--largest", type=int, default=10, help="tight: largest buffer, KiB")
@@ -124,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         lo, hi = (int(x) for x in args.seeds.split(":"))
         cells = tuple(int(x) for x in args.cells.split(":"))
         cases = [(f"tight-{s}", tight_instance(s, (cells[0], cells[1]), args.steps, args.largest)) for s in range(lo, hi)]
+    if args.instances:
+        cases = [(n, p) for n, p in cases if n in args.instances.split(",")]
     share = getattr(portfolio, args.compare_share)
     shares = (0.0, share) if args.compare else (share,)
     proven, above, packed = dict.fromkeys(shares, 0), dict.fromkeys(shares, 0), 0
