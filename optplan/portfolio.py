@@ -99,13 +99,12 @@ def _auto_clocks(problem: Problem, best: Plan | None, objective: Objective, dead
     """Concurrent lifetimes: CP-SAT's pairwise model from the best heuristic plan; the better wins."""
     from optplan.solvers.clock_models import MAX_PAIRS, cpsat_clocks
 
-    left = deadline.seconds_left()
     hint = best.placements if best is not None and best.found else None
     pairs = problem.clock_graph.pairs()
     if hint is not None and pairs > MAX_PAIRS:
         return Result(hint, stats=stats, message=f"{pairs:,} conflicting pairs: too many for the pairwise exact model; "
                                                  "the best heuristic plan stands")
-    exact = cpsat_clocks(problem, objective, left, workers, seed, hint)
+    exact = cpsat_clocks(problem, objective, deadline, workers, seed, hint)
     exact.stats.update(stats, exact="cpsat (vector clocks)")
     if exact.placements is None or (hint is not None and not exact.proven_optimal
                                     and objective.value(problem, hint) < objective.value(problem, exact.placements)):

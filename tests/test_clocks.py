@@ -330,3 +330,25 @@ def test_compare_and_study_run_every_default_planner_on_a_clock_problem(tmp_path
     assert rows["search"]["message"] == "not run: does not handle vector clocks"
     assert rows["recycle"]["status"] == "FEASIBLE" and rows["banked-greedy"]["status"] == "OPTIMAL"
     assert "not run: does not handle vector clocks" in capsys.readouterr().err
+
+
+def test_deterministic_clock_models_run_as_every_deterministic_cpsat(monkeypatch):
+    """--deterministic on concurrent lifetimes: CP-SAT's vector-clock model gets one worker and a
+    deterministic-time budget (several workers do not repeat), charged to the deadline; the plan repeats."""
+    from ortools.sat.python import cp_model
+
+    seen = []
+    real = cp_model.CpSolver.solve
+
+    def spy(self, model, callback=None):  # type: ignore[no-untyped-def]
+        seen.append((self.parameters.num_workers, self.parameters.max_deterministic_time))
+        return real(self, model, callback)
+
+    monkeypatch.setattr(cp_model.CpSolver, "solve", spy)
+    p = _random_problem(random.Random(7), 30)
+    plans = [solve(p, "cpsat", time_limit=2, deterministic=True, seed=1, workers=2) for _ in range(2)]
+    assert plans[0].placements == plans[1].placements and plans[0].found
+    assert seen and all(workers == 1 and 0 < dtime < 1e9 for workers, dtime in seen)
+    seen.clear()
+    solve(p, "cpsat", time_limit=2, seed=1, workers=2)  # wall clock: the workers asked for
+    assert seen and all(workers == 2 for workers, _ in seen)

@@ -15,7 +15,6 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from optplan.deadline import current
 from optplan.plan import Placement
 from optplan.planners import Result
 
@@ -61,11 +60,11 @@ def _placements(units: list[Unit], rest: dict[str, Placement], memory: list[str]
     return out
 
 
-def cpsat_clocks(problem: Problem, objective: Objective, time_limit: float | None, workers: int, seed: int,
+def cpsat_clocks(problem: Problem, objective: Objective, deadline: Deadline, workers: int, seed: int,
                  hint: Mapping[str, Placement] | None = None) -> Result:
     from ortools.sat.python import cp_model
 
-    from optplan.solvers.cpsat import solve
+    from optplan.solvers.cpsat import Settings, charge, solve
 
     units, rest, pairs = _units(problem)
     model = cp_model.CpModel()
@@ -101,11 +100,9 @@ def cpsat_clocks(problem: Problem, objective: Objective, time_limit: float | Non
             if u.root in hint:
                 model.add_hint(offset[i], hint[u.root].offset)
     solver = cp_model.CpSolver()
-    solver.parameters.num_workers = max(1, int(workers))
-    solver.parameters.random_seed = int(seed)
-    if time_limit is not None:
-        solver.parameters.max_time_in_seconds = max(float(time_limit), 0.01)
-    status = solve(solver, model, current())  # a signal stops it
+    Settings(workers, seed).apply(solver, deadline)  # deterministic: one worker, deterministic time
+    status = solve(solver, model, deadline)  # a signal stops it
+    charge(solver, status, deadline)
     stats: dict[str, object] = {"model": "vector clocks", "pairs": len(pairs), "status": solver.status_name(status)}
     if status == cp_model.INFEASIBLE:
         return Result(None, proven_infeasible=True, message="CP-SAT proved no plan fits the capacities", stats=stats)

@@ -105,6 +105,17 @@ def _stop_running() -> None:
         _RUNNING_CHANGED.wait_for(lambda: not _RUNNING, EXIT_WAIT)
 
 
+def charge(solver: cp_model.CpSolver, status: cp_model.CpSolverStatus, deadline: Deadline) -> float:
+    """Charge a finished solve's deterministic seconds to ``deadline`` (returned), and report a
+    deterministic solve that the wall-clock guard stopped before its budget (it may not repeat)."""
+    spent = solver.deterministic_time / DTIME_PER_SECOND
+    deadline.spend(spent)
+    if (deadline.deterministic and deadline.cancelled is None and status not in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
+            and solver.deterministic_time < 0.99 * solver.parameters.max_deterministic_time):
+        deadline.hit_guard()
+    return spent
+
+
 @dataclass
 class Settings:
     """Solver options shared by every CP-SAT run of one planner call."""
@@ -498,11 +509,7 @@ def _run_once(pm: PartModel, settings: Settings, deadline: Deadline, report, sta
     finally:
         stop.set()
     out = Outcome(None, status=solver.status_name(status), seconds=time.perf_counter() - t0,
-                  dtime=solver.deterministic_time / DTIME_PER_SECOND)
-    deadline.spend(out.dtime)
-    if (deadline.deterministic and deadline.cancelled is None and status not in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
-            and solver.deterministic_time < 0.99 * solver.parameters.max_deterministic_time):  # stopped by the wall clock
-        deadline.hit_guard()
+                  dtime=charge(solver, status, deadline))
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         out.choices = [c for _, c in sorted(pm.read(solver).items())]
         if pm.objective.optimizes:
@@ -680,7 +687,7 @@ def cpsat_planner(problem: Problem, deadline: Deadline, workers: int = 2, seed: 
     if problem.concurrent:
         from optplan.solvers.clock_models import cpsat_clocks
 
-        return cpsat_clocks(problem, objective, deadline.seconds_left(), workers, seed, _user_hints(problem))
+        return cpsat_clocks(problem, objective, deadline, workers, seed, _user_hints(problem))
     result = solve_parts(problem, objective, deadline,
                          lambda part, share, rep: solve_part_cpsat(part, share, settings, objective, None, rep),
                          progress)
