@@ -768,6 +768,23 @@ def test_a_spent_share_still_runs_once_while_the_limit_lasts() -> None:
     assert engine.decide(engine.orderings(inst), inst.n, 1 << 40, cancelled.part(1.0), np.zeros(1, np.int64)).status == kernel.LIMIT
 
 
+def test_a_decision_stops_at_its_wall_clock_end_whatever_its_node_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's node budget comes from the rate measured so far; a run slower per node than that must
+    still end at the deadline (a timer sets the stop flag): here every budget is 2M nodes (40 s and
+    more on this machine kind) on a decision nothing settles in seconds, under a 1 s clock."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
+    from gen_instances import instance
+
+    problem = instance("guillotine", 45)  # unpacked in 60 s at 1 MiB (robust_cut.md)
+    inst = build(problem, "mem", list(problem.units))
+    ords = engine.orderings(inst)
+    engine.ensure_compiled()
+    monkeypatch.setattr(engine, "node_budget", lambda clock, limit, rate: 2_000_000)
+    t0 = time.perf_counter()
+    out = engine.decide(ords, inst.n, inst.scaled_capacity(1 << 20), Deadline(1.0), np.zeros(1, np.int64))
+    assert out.status == kernel.LIMIT and time.perf_counter() - t0 < 10
+
+
 def test_restart_orderings_are_seeded_and_differ() -> None:
     rng = random.Random(5)
     buffers = []

@@ -309,8 +309,11 @@ def decide(ords: list[Ordered], n: int, cap: int, clock: Deadline, stop: np.ndar
     Each ordering keeps its failed-state table (``slots`` slots) across its restarts: a restart
     skips what failed before. A wall clock spent before the first run (a time part's share of a
     few milliseconds, used up at load by the parts before it) still gets one run of
-    ``node_budget``'s minimum while the whole limit lasts: most such decisions end in it."""
-    with clock.on_cancel(lambda: stop.__setitem__(0, 1)):
+    ``node_budget``'s minimum while the whole limit lasts: most such decisions end in it. A wall
+    clock's end sets ``stop`` (a timer): a run's node budget comes from the rate measured so far,
+    and a later round's run, slower per node, overran a 60 s limit by 7 s (guillotine-52)."""
+    timed = n >= RACE_MIN_UNITS and clock.left() >= RACE_MIN_SECONDS  # as for a race: else its runs are short
+    with clock.on_cancel(lambda: stop.__setitem__(0, 1)), _stopped_at(clock, stop, TIMER_NODES if timed else 0):
         return _decide(ords, n, cap, clock, stop, exact, slots, schedule or Schedule())
 
 
