@@ -825,29 +825,13 @@ def test_every_other_restart_runs_without_the_forced_rule(monkeypatch: pytest.Mo
     assert seen == [True, False]
 
 
-def flat_profile(seed: int, cells: tuple[int, int] = (16, 32), steps: int = 12, largest: int = 10) -> Problem:
-    """Every step holds the same live load (buffers end at random, new ones fill the room back):
-    a plan at the load bound is a perfect packing at every step, which contiguity often forbids
-    (experiments/bench_minimize.py's tight family, in units of one byte)."""
-    rng = random.Random(f"tight-{seed}")
-    height = rng.randint(*cells)
-    live: list[tuple[int, int]] = []
-    done: list[tuple[int, int, int]] = []
-    for t in range(steps):
-        keep = []
-        for s0, size in live:
-            if t > 0 and rng.random() < 0.5:
-                done.append((s0, t, size))
-            else:
-                keep.append((s0, size))
-        live = keep
-        room = height - sum(size for _, size in live)
-        while room > 0:
-            size = rng.randint(1, min(room, largest))
-            live.append((t, size))
-            room -= size
-    done += [(s0, steps, size) for s0, size in live]
-    return Problem(tuple(Buffer(str(i), size, s0, s1) for i, (s0, s1, size) in enumerate(done)), (Memory("mem"),))
+def flat_profile(seed: int, cells: tuple[int, int], steps: int, largest: int) -> Problem:
+    """bench_minimize.py's tight family in units of one byte: every step holds the same live load, so
+    a plan at the load bound is a perfect packing at every step, which contiguity often forbids."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
+    from bench_minimize import tight_instance
+
+    return tight_instance(seed, cells, steps, largest, unit=1)
 
 
 def test_a_decision_cut_short_resumes_where_it_stopped() -> None:
