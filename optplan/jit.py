@@ -52,7 +52,7 @@ def not_compiled() -> list[str]:
 def loaded() -> bool:
     """Some kernel is loaded in this process: numba's compiler is up, so loading another from the
     cache takes milliseconds (the first one costs about a second of CPU)."""
-    return any(getattr(k, "signatures", None) for g in GROUPS for k in _kernels(g))
+    return any(getattr(k, "signatures", None) for g in GROUPS if GROUPS[g][0] in sys.modules for k in _kernels(g))  # (an unimported module has none)
 
 
 def _kernels(group: str) -> list[object]:

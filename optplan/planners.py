@@ -28,7 +28,8 @@ from optplan.plan import Layout, Placement, Plan, Status, peaks
 from optplan.problem import Problem
 from optplan.validate import validate
 
-# Modules whose import registers planners, in registry order.
+# Modules whose import registers planners, in registry order; imported in that order as far as a
+# caller needs (``compare`` wants the heuristics only, not OR-Tools, PuLP or the search).
 _PLANNER_MODULES = (
     "optplan.heuristics",
     "optplan.solvers",
@@ -56,7 +57,7 @@ PlannerFn = Callable[..., Result]
 TIME_OPTIONS = frozenset({"time_limit", "deterministic", "deadline"})
 _REGISTRY: dict[str, Callable[..., Plan]] = {}
 ROUTE = "auto"  # where a problem goes that its planner declines (``planner(declines=...)``)
-_loaded = False
+_loaded = 0  # how many of _PLANNER_MODULES have been imported
 
 
 def planner(name: str, clocks: bool = False, anytime: bool = False,
@@ -239,18 +240,23 @@ def finish(problem: Problem, result: Result, name: str, seconds: float, objectiv
                 objective.components(problem, value, objective_bound))
 
 
-def _load() -> None:
+def _load(until: Callable[[], bool] = lambda: False) -> None:
+    """Import ``_PLANNER_MODULES`` in order until ``until()`` holds (default: all of them)."""
     global _loaded
-    if not _loaded:
-        _loaded = True
-        for module in _PLANNER_MODULES:
-            importlib.import_module(module)
+    while _loaded < len(_PLANNER_MODULES) and not until():
+        _loaded += 1
+        importlib.import_module(_PLANNER_MODULES[_loaded - 1])
 
 
 def names() -> list[str]:
     """Registered planner names: by package in ``_PLANNER_MODULES`` order, then as registered
     (stable however the modules happened to be imported)."""
     _load()
+    return _names()
+
+
+def _names() -> list[str]:
+    """``names()`` of the planners registered so far."""
 
     def package(name: str) -> int:
         module = _REGISTRY[name].__wrapped__.__module__  # type: ignore[attr-defined]
@@ -267,11 +273,12 @@ def clock_planners() -> list[str]:
 
 def heuristic_names() -> list[str]:
     """The registered heuristics (planners defined under ``optplan.heuristics``), in order."""
-    return [n for n in names() if _REGISTRY[n].__wrapped__.__module__.startswith("optplan.heuristics.")]  # type: ignore[attr-defined]
+    _load(until=lambda: _loaded >= 1)  # the heuristics' package: the first
+    return [n for n in _names() if _REGISTRY[n].__wrapped__.__module__.startswith("optplan.heuristics.")]  # type: ignore[attr-defined]
 
 
 def get(name: str) -> Callable[..., Plan]:
-    _load()
+    _load(until=lambda: name in _REGISTRY)
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -289,11 +296,18 @@ def solve(problem: Problem, planner: str = "auto", **options: object) -> Plan:
         hint = "; read a file with optplan.formats.read_problem(path)" if isinstance(problem, (str, PathLike)) else ""
         raise OptplanError(f"solve() takes a Problem, got {type(problem).__name__} {problem!r:.60}{hint}")
     fn = get(planner)
-    known = {"objective"}.union(*(f.options for f in _REGISTRY.values()))  # type: ignore[attr-defined]
+    if not set(options) <= _known():  # perhaps a planner not imported yet takes it
+        _load()
+    known = _known()
     for name, value in options.items():
         check_option(name, value, known)
     accepted = fn.options  # type: ignore[attr-defined]
     return fn(problem, **{k: v for k, v in options.items() if (k in accepted or k == "objective") and v is not None})
+
+
+def _known() -> set[str]:
+    """The options of the planners imported so far, and the checked ones (``_OPTIONS``)."""
+    return set(_OPTIONS).union(*(f.options for f in _REGISTRY.values()))  # type: ignore[attr-defined]
 
 
 MAX_SEED, MAX_WORKERS = 2**31 - 1, 1024  # CP-SAT's seed is a 32-bit integer; more threads is a typo
@@ -307,7 +321,8 @@ def _whole(v: object, lo: int, hi: int) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
 
 
-# option -> (is the value fine, what it must be); None always is (the planner's default)
+# option -> (is the value fine, what it must be); None always is (the planner's default). Each is some
+# planner's option (tests/test_api.py checks), so ``solve`` knows them before every planner is imported.
 _OPTIONS: dict[str, tuple[Callable[[object], bool], str]] = {
     "time_limit": (lambda v: _real(v) and math.isfinite(v) and v >= 0,  # type: ignore[arg-type,operator]
                    "a finite number of seconds >= 0"),

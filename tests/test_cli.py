@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,24 @@ def test_compare_json_lists_every_heuristic(shared: Path, capsys: pytest.Capture
     assert code == 0 and sorted(d["planner"] for d in docs) == sorted(heuristic_names())
     peaks = [d["peak"]["mem"] for d in docs if d["status"] in ("OPTIMAL", "FEASIBLE")]
     assert peaks == sorted(peaks)
+
+
+def test_compare_imports_neither_the_solvers_nor_the_search(shared: Path) -> None:
+    # about a second of compare's start (OR-Tools pulls in pandas): it runs the heuristics only
+    import subprocess
+    import sys
+
+    code = ("import sys; from optplan.cli import main; main(['compare', sys.argv[1], '--json']); "
+            "print([m for m in ('ortools', 'pulp', 'pandas', 'highspy', 'optplan.solvers', 'optplan.search', 'optplan.portfolio') "
+            "if m in sys.modules])")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    run = subprocess.run([sys.executable, "-c", code, str(shared / "minimalloc" / "A.1048576.csv")], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-500:]
+    assert run.stdout.splitlines()[-1] == "[]"
+    run = subprocess.run([sys.executable, "-c", "import sys, optplan; print(sorted(m for m in ('ortools', 'pulp', 'pandas') "
+                          "if m in sys.modules))"], env=env, capture_output=True, text=True, timeout=300)
+    assert run.stdout.strip() == "[]", run.stderr[-500:]
 
 
 def test_plot_writes_a_picture_of_valid_plans_only(shared: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

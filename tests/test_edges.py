@@ -130,6 +130,11 @@ def test_an_option_of_another_planner_is_fine_and_a_path_is_not_a_problem(tmp_pa
     assert planners.option_error("seed", 2**31 - 1) is None
 
 
+def test_every_checked_option_is_some_planners() -> None:
+    # solve() knows these before the planners that take them are imported (compare imports the heuristics only)
+    assert set(planners._OPTIONS) <= set().union(*(planners.get(n).options for n in planners.names()))  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("argv, says", [
     (["--seed", "-1"], "argument --seed: must be an integer from 0 to 2147483647 (2^31-1), got '-1'"),
     (["--seed", str(2**70)], "argument --seed: must be an integer from 0"),
