@@ -195,3 +195,19 @@ def test_compiled_banked_greedy_does_not_depend_on_the_skylines_chunks(problem: 
     off, where, failed, nobj = compiled.banked(problem)
     small = compiled.banked(problem, chunk=2)
     assert np.array_equal(off, small[0]) and np.array_equal(where, small[1]) and failed == small[2]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.one_of(st.none(), st.integers(0, 60)), st.sampled_from([1, 2, 4]),
+       st.lists(st.tuples(st.integers(0, 12), st.integers(1, 8), st.integers(0, 12), st.sampled_from([1, 1, 2, 3, 4])),
+                min_size=1, max_size=30))
+def test_naive_from_columns_stacks_as_unit_by_unit(capacity, align: int, rows: list) -> None:
+    from optplan.heuristics.naive import stack, stack_plain
+
+    problem = Problem(tuple(Buffer(f"b{i}", z, s, s + d, alignment=a) for i, (s, d, z, a) in enumerate(rows)),
+                      (Memory("mem", capacity=capacity, alignment=align),))
+    ref, got = stack(problem), stack_plain(problem)
+    assert got.message == ref.message
+    assert (got.placements is None) == (ref.placements is None)
+    if ref.placements is not None:
+        assert dict(got.placements.items()) == dict(ref.placements)

@@ -6,8 +6,13 @@ above everything placed before it in that memory, hopping over units pinned to f
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
 from optplan.heuristics.packer import Packer, Pinned
-from optplan.plan import Placement
+from optplan.plan import Layout, Placement
 from optplan.planners import Result, planner
 from optplan.problem import INT64_MAX, Problem
 
@@ -15,6 +20,15 @@ from optplan.problem import INT64_MAX, Problem
 @planner("naive", clocks=True)
 def naive(problem: Problem) -> Result:
     """Units in problem order, stacked end to end in the fastest memory with room."""
+    return stack_plain(problem) if problem.columns.plain and len(problem.memories) == 1 else stack(problem)
+
+
+def _no_room(bid: str) -> Result:
+    return Result(None, message=f"could not place buffer {bid!r}: no memory it may use has room without reuse")
+
+
+def stack(problem: Problem) -> Result:
+    """The stack, unit by unit (any problem)."""
     packer = Packer(problem)
     pinned = Pinned(problem, packer)
     if pinned.failed:
@@ -33,5 +47,24 @@ def naive(problem: Problem) -> Result:
                     cursor[memory] = max(cursor[memory], o + u.high)
                 break
         else:
-            return Result(None, message=f"could not place buffer {u.root!r}: no memory it may use has room without reuse")
+            return _no_room(u.root)
     return Result(packer.placements)
+
+
+def stack_plain(problem: Problem) -> Result:
+    """``stack`` of a one-memory problem of plain buffers (``Columns.plain``: nothing pinned, a
+    unit per buffer) from its columns, as arrays (``Layout``): no Placement, no Unit per buffer
+    (idealloc/S_1: 0.2 CPU s less)."""
+    cols, memory = problem.columns, problem.memories[0]
+    limit = INT64_MAX if memory.capacity is None else memory.capacity
+    modulus: Mapping[int, int] = {a: math.lcm(a, memory.alignment) for a in set(cols.alignment.tolist())}
+    offset = np.zeros(len(cols.ids), np.int64)  # a buffer storing nothing: at 0, its lowest legal offset
+    cursor = 0
+    for k, (size, align) in enumerate(zip(cols.size.tolist(), cols.alignment.tolist())):
+        if size:
+            o = cursor + (-cursor) % modulus[align]
+            if o + size > limit:
+                return _no_room(cols.ids[k])
+            offset[k] = cursor = o
+            cursor += size
+    return Result(Layout(cols.ids, (memory.name,), np.zeros(len(cols.ids), np.int64), offset))
