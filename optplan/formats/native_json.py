@@ -6,19 +6,21 @@ import json
 from dataclasses import asdict
 from functools import cache
 from importlib import resources
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from optplan.errors import FormatError, ProblemError
 from optplan.plan import Placement, Plan
 from optplan.problem import Buffer, Gap, Memory, Problem, RelativePlacement
+
+if TYPE_CHECKING:
+    import jsonschema
 
 VERSION = 1
 
 
 @cache
 def _validator(kind: str) -> jsonschema.protocols.Validator:
+    import jsonschema  # here: 0.1 s of every command's start, for JSON files only
     schema = json.loads(resources.files("optplan.formats").joinpath(f"{kind}.schema.json").read_text())
     return jsonschema.Draft202012Validator(schema)
 
