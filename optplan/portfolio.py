@@ -50,7 +50,7 @@ from optplan.solvers.cpsat import (
     run,
     stop_reason,
 )
-from optplan.solvers.reduce import Choice, Part, Reduction, merge, reduce, settle
+from optplan.solvers.reduce import Choice, Part, Reduction, columns_only, merge, reduce, settle
 from optplan.solvers.selection import Staging, alone, pack_selection
 
 # of a single-memory part's time, for the exact search engine when it is registered (CP-SAT and LNS
@@ -92,6 +92,7 @@ LNS_MOVE_DTIME = 0.01  # deterministic seconds an LNS move costs at least (build
 # started unless the time left covers twice that (with no heuristic plan at 1M, 60 s, auto ran 218 s)
 REDUCE_SECONDS_PER_UNIT = 4e-5
 REDUCE_ONE_PART_SECONDS_PER_UNIT = 5e-6  # one part: no sub-problem to build (idealloc/S_1: 0.13 CPU s)
+REDUCE_COLUMNS_SECONDS_PER_UNIT = 1e-5  # split on the arrays (``reduce.columns_only``; 1M in 48 parts: 5.5 CPU s at load 5)
 
 
 def _auto_clocks(problem: Problem, best: Plan | None, objective: Objective, deadline: Deadline,
@@ -213,7 +214,8 @@ def _auto(problem: Problem, deadline: Deadline, workers: int, seed: int, objecti
 
 def _reduce_seconds(problem: Problem, one_part: bool = False) -> float:
     """Wall seconds ``reduce`` would take on ``problem`` now (``REDUCE_*SECONDS_PER_UNIT``)."""
-    per_unit = REDUCE_ONE_PART_SECONDS_PER_UNIT if one_part else REDUCE_SECONDS_PER_UNIT
+    per_unit = REDUCE_ONE_PART_SECONDS_PER_UNIT if one_part else \
+        REDUCE_COLUMNS_SECONDS_PER_UNIT if columns_only(problem) else REDUCE_SECONDS_PER_UNIT
     return per_unit * problem.unit_count * planners.slowdown()
 
 

@@ -355,6 +355,7 @@ def test_no_parts_stage_when_splitting_would_outlast_the_limit(monkeypatch) -> N
         raise AssertionError("split into parts")
 
     monkeypatch.setattr(portfolio, "REDUCE_SECONDS_PER_UNIT", 1e3)
+    monkeypatch.setattr(portfolio, "REDUCE_COLUMNS_SECONDS_PER_UNIT", 1e3)  # (split on its arrays)
     monkeypatch.setattr(portfolio, "FLOOR_RACE_SHARE", 0)
     monkeypatch.setattr(heuristics_run, "heuristic_names", lambda: ["naive"])
     p = _small()

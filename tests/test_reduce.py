@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -145,3 +146,27 @@ def test_multi_memory_min_peak_is_not_cut_in_time() -> None:
     p = Problem((Buffer("a", 8, 0, 2), Buffer("b", 2, 5, 7)), TWO)
     assert len(reduce(p).parts) == 1
     assert len(reduce(p, "feasible").parts) == 2
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.one_of(st.none(), st.integers(0, 80)), st.sampled_from([1, 2, 4]),
+       st.lists(st.tuples(st.integers(0, 20), st.integers(1, 6), st.sampled_from([0, 2, 4, 6, 8, 12]), st.sampled_from([1, 1, 2, 4])),
+                min_size=1, max_size=25))
+def test_reduce_on_columns_equals_the_unit_by_unit_reduction(capacity, align: int, rows: list) -> None:
+    from optplan.bounds import lower_bounds
+    from optplan.solvers import reduce as reduce_module
+
+    p = Problem(tuple(Buffer(f"b{i}", z, s, s + d, alignment=a) for i, (s, d, z, a) in enumerate(rows)),
+                (Memory("mem", capacity=capacity, alignment=align),), metadata={"source": "t"})
+    assert reduce_module.columns_only(p)
+    got = reduce(p)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(reduce_module, "columns_only", lambda problem: False)
+        ref = reduce(p)
+    assert got.empty == ref.empty and len(got.parts) == len(ref.parts)
+    for a, b in zip(got.parts, ref.parts):
+        assert (a.units, a.scaled, a.memories, a.capacity, a.lower, a.scale, a.component) == \
+               (b.units, b.scaled, b.memories, b.capacity, b.lower, b.scale, b.component)
+        assert a.sub_problem.buffers == b.sub_problem.buffers and a.sub_problem.memories == b.sub_problem.memories
+        assert a.sub_problem.metadata == b.sub_problem.metadata
+        assert lower_bounds(a.sub_problem).lower == lower_bounds(b.sub_problem).lower

@@ -101,6 +101,8 @@ class Reduction:
 def reduce(problem: Problem, objective: Objective | str | None = None, split: bool = True) -> Reduction:
     """Drop empty units, split into independent parts (unless ``split`` is False), scale each."""
     objective = Objective.parse(objective, problem)
+    if split and columns_only(problem):
+        return _reduce_columns(problem, objective)
     sized = [u for u in problem.units if u.pieces]
     empty = place_empty(problem, [u for u in problem.units if not u.pieces])
     groups: list[tuple[int, list[Unit]]] = []
@@ -115,8 +117,36 @@ def reduce(problem: Problem, objective: Objective | str | None = None, split: bo
     return Reduction(problem, parts, empty, objective)
 
 
-def make_part(problem: Problem, units: Sequence[Unit], component: int = 0) -> Part:
-    """A Part of ``units`` (any subset of ``problem.units`` with bytes), scaled by their gcd."""
+def columns_only(problem: Problem) -> bool:
+    """One memory, and buffers its columns say everything of (``Columns.plain``, no benefit or hint)."""
+    return len(problem.memories) == 1 and problem.columns.plain and all(
+        b.benefit is None and b.hint_memory is None and b.hint_offset is None for b in problem.buffers)
+
+
+def _reduce_columns(problem: Problem, objective: Objective) -> Reduction:
+    """``reduce`` of a ``columns_only`` problem (a unit per buffer, one memory component) on its
+    arrays: the time sections by a sort, each part's sub-problem from columns. A million S_1-shaped
+    buffers in 48 parts: 42 CPU s with a Unit-by-Unit split and a Problem checked buffer by buffer per part."""
+    cols, units = problem.columns, problem.units
+    held = np.flatnonzero(cols.size > 0)
+    empty = place_empty(problem, (units[i] for i in np.flatnonzero(cols.size == 0).tolist()))
+    order = np.argsort(cols.start[held], kind="stable")
+    reach = np.maximum.accumulate(cols.end[held][order])
+    label = np.empty(len(held), np.int64)
+    label[order] = np.concatenate([[0], np.cumsum(cols.start[held][order][1:] >= reach[:-1])])
+    ranked = np.argsort(label, kind="stable")  # by section, each in buffer order
+    parts = []
+    for idx in np.split(held[ranked], np.flatnonzero(np.diff(label[ranked])) + 1) if len(held) else []:
+        sub = None if len(idx) == len(cols.ids) else Problem.from_columns(  # (all of them: the problem's bounds)
+            [cols.ids[i] for i in idx.tolist()], cols.start[idx], cols.end[idx], cols.size[idx], cols.alignment[idx],
+            problem.memories, dict(problem.metadata))
+        parts.append(make_part(problem, [units[i] for i in idx.tolist()], sub=sub))
+    return Reduction(problem, tuple(parts), empty, objective)
+
+
+def make_part(problem: Problem, units: Sequence[Unit], component: int = 0, sub: Problem | None = None) -> Part:
+    """A Part of ``units`` (any subset of ``problem.units`` with bytes), scaled by their gcd;
+    ``sub``: its sub-problem, if the caller built it (else made when asked for)."""
     units = tuple(units)
     memories = tuple(m for m in problem.memory_names if any(m in u.memories for u in units))
     g = grid(units)
@@ -126,6 +156,8 @@ def make_part(problem: Problem, units: Sequence[Unit], component: int = 0) -> Pa
         cap = problem.memory(m).capacity
         capacity[m] = None if cap is None else cap // g
     part = Part(problem, units, scaled, memories, capacity, {m: 0 for m in memories}, g, component)
+    if sub is not None:
+        part.__dict__["sub_problem"] = sub  # (the cached property's value)
     lb = lower_bounds(part.sub_problem).lower if len(units) < len(problem.units) else lower_bounds(problem).lower
     part.lower.update({m: -(-lb[m] // g) for m in memories})
     return part
