@@ -184,12 +184,21 @@ class Ordered:
         self.zob: np.ndarray | None = None
         self.seed: tuple[int, ...] = (0,)  # of the random words: a run repeats with the same seed
         self.forced = True  # the kernel's forced-section rule on for this ordering's runs (engine.fresh)
+        self._of: Ordered | None = None  # the ordering whose arrays this one shares
+
+    def unforced(self) -> Ordered:
+        """This ordering without the forced-section rule: its own failed-state table (twins race in two
+        threads), the same arrays."""
+        twin = Ordered(self.inst, self.name + "-unforced", self.perm)
+        twin.forced = False
+        twin._of = self
+        return twin
 
     @property
     def arrays(self) -> kernel.Arrays:
         """The search's static arrays, in rank order."""
         if self._arrays is None:
-            self._arrays = _arrays(self.inst, self.perm)
+            self._arrays = self._of.arrays if self._of is not None else _arrays(self.inst, self.perm)
         return self._arrays
 
     def unpermute(self, offsets: np.ndarray) -> np.ndarray:
