@@ -84,8 +84,12 @@ EARLY_SHARE = 0.85  # of the time left: the early search's limit (validating and
 STAGING_SHARE = 0.8
 PACK_SEARCH_SHARE = 0.4  # of the time for one memory's selected units, for the search (CP-SAT gets the rest)
 LNS_FREE, LNS_BAND = 40, 0.05  # units freed by the first move, and the height of its band (fraction of the peak)
-# of an exact member's time, for CP-SAT's decisions at the proven bound before it minimizes (one memory)
-FLOOR_DECISION_SHARE = 0.3
+# of an exact member's time, for CP-SAT's decisions at the proven bound before it minimizes (one memory).
+# They prove most of what auto proves on tight generated instances and several cuts: at 10 s, load 3-7,
+# instance by instance against 0.3: tight 15 -> 16 of 20, held-out tight 7 -> 8 of 10, cuts 64 -> 65 of 70,
+# held-out cuts 66 -> 67 of 70 (experiments/results/minimize.md); the search at the bound with both
+# workers instead slowed these decisions (tight 18 -> 17, held-out 9 -> 8)
+FLOOR_DECISION_SHARE = 0.5
 LNS_MOVE_DTIME = 0.01  # deterministic seconds an LNS move costs at least (building it, reading it back)
 # CPU seconds per unit of ``reduce`` (the problem split into parts, a sub-problem each, in Python; load 5:
 # S_1-shaped 62k in 2 parts 1.4 s, 1M in 48 parts 42.5 s): at a million units the parts' stage is not
@@ -396,7 +400,7 @@ class _SearchRace:
         plan = self.plan
         stats = dict(result.stats)
         stats["search_race"] = (self.member.error or "no answer") if plan is None else \
-            f"{plan.status.value} in {plan.seconds:.2f} s" + (f" at {self.proven}" if self.floor else "")
+            f"{plan.status.value} in {plan.seconds:.2f} s, {plan.stats.get('nodes', 0):,} nodes" + (f" at {self.proven}" if self.floor else "")
         if self.floor and plan is not None and plan.found:
             # the halted rest winds down first: a CP-SAT solve still running when the interpreter
             # exits aborts it ("terminate called without an active exception", seen once in 70 runs)
