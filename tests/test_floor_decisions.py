@@ -113,6 +113,11 @@ def test_the_bound_the_race_proved_reaches_the_rests_plan(monkeypatch) -> None:
     race = portfolio._SearchRace.start(p, Deadline(30), Objective.parse("min-peak"), 0, 2)
     assert race is not None
     rest = solve(p, "search", time_limit=30).placements
-    out = race.settle(race.beside(lambda: portfolio.Result(rest, bound={"mem": 7 * 1024})))
+
+    def after_the_race() -> portfolio.Result:
+        race.watcher.join(30)  # the refutation ends first: a rest's plan settles the race and halts it (at load it lost)
+        return portfolio.Result(rest, bound={"mem": 7 * 1024})
+
+    out = race.settle(race.beside(after_the_race))
     assert out.bound == {"mem": 8 * 1024} and out.placements == rest
     assert finish(p, out, "auto", 0.0).status == Status.OPTIMAL
