@@ -74,9 +74,13 @@ DIVE_SECONDS_PER_PAIR = 3e-8
 # the kernel groups a session's processes (autogroup: the search child and the rest share one group's
 # CPU): minimalloc C at load 6.5, auto - search +1.0 s with nice 5, -0.2/-0.3 s with 19
 RACE_NICE = 19
-# of the time, for the search deciding the proven bound beside the rest in minimize mode (``_SearchRace``):
-# generated cuts at 10 s, load 6: 0.5 missed pinwheel-12, which the search alone packs in 6.4 s
-FLOOR_RACE_SHARE = 0.8
+# of the time, for the search minimizing beside the rest in minimize mode (``_SearchRace``), and the share of its
+# time slices that goes to deciding the proven bound, against 1 for a plan below its best. Generated families at
+# 10 s, one memory (experiments/results/minimize.md): with 4 the proofs of deciding the bound alone for 0.8 of the
+# time (cuts 66/70, tight 18/20) and better plans where the optimum is above the bound (perturbed A-E, the 9 not
+# proven: 1.0579 -> 1.0477 x the load bound); 1 and 0.25 (the search alone's) lost pinwheel-12, a 3.8 s decision
+FLOOR_RACE_SHARE = 0.9
+RACE_FLOOR_SHARE = 4.0
 _FLOOR_RACE = threading.local()  # ``on`` in the thread of the rest of auto that races the search at the bound
 RACE_GRACE = 1.0  # seconds past the deadline the answer waits for a rest starved at that priority
 EARLY_SHARE = 0.85  # of the time left: the early search's limit (validating and sending 28k placements back takes seconds at load 15)
@@ -304,11 +308,14 @@ class _SearchRace:
     forked it afresh beside CP-SAT), and CP-SAT still packs what the search does not (E: auto 1.7 s
     where the search took 7.5 s).
 
-    Minimize mode, one memory (``floor``): the search decides the proven bound as a capacity
-    (``_floor_search``: the load bound, one grid unit higher after each refutation): a plan there
-    is optimal. Most instances with a known optimum have it at the load bound, and the rest of auto
-    got there later than the search alone at a capacity (the heuristics, then the search's
-    minimization, which gives the bound a quarter of its time). The race ends after
+    Minimize mode, one memory (``floor``): the search minimizes (``_minimize_search``), its proven
+    bound (the load bound, one grid unit higher after each refutation) getting ``RACE_FLOOR_SHARE``
+    of its time slices beside the decisions below its best plan: a plan at the bound is optimal and
+    settles the race. Most instances with a known optimum have it at the load bound, and the rest of
+    auto got there later than the search alone at a capacity. Where the optimum lies above the
+    bound and the bound cannot be decided (minimalloc D; perturbed A-E), deciding the bound alone
+    left this core idle for the plan: the race's plan now comes down too, and the answer is the
+    better of the two plans, with the higher of the two bounds. The race ends after
     ``FLOOR_RACE_SHARE`` of the time. Here the rest keeps the caller's priority, but for its own
     search members (``RACE_NICE``: they repeat much of this one's work). At nice 19 (after its
     heuristics; before them it was left without any plan in 10 s) its CP-SAT decisions at the
@@ -318,7 +325,9 @@ class _SearchRace:
     its search members at equal priority too, this search got a third of the CPU (E not proven in
     60 s at load 8, the search alone 16.8 s)."""
 
-    def __init__(self, member: Member, searching: Deadline, rest: Deadline, floor: bool = False) -> None:
+    def __init__(self, problem: Problem, objective: Objective, member: Member, searching: Deadline, rest: Deadline,
+                 floor: bool = False) -> None:
+        self.problem, self.objective = problem, objective
         self.member, self.searching, self.rest, self.floor = member, searching, rest, floor
         self.plan: Plan | None = None
         self.thread: threading.Thread | None = None  # the rest's (``beside``)
@@ -342,11 +351,11 @@ class _SearchRace:
         mine = max(1, workers // 2)
         searching = deadline.part(FLOOR_RACE_SHARE * deadline.left() if floor else None)
         if floor:
-            member = fork_member(lambda d: _floor_search(problem, name, d, seed, mine), searching, grace=1.0)
+            member = fork_member(lambda d: _minimize_search(problem, name, d, seed, mine, objective), searching, grace=1.0)
         else:
             member = fork_member(lambda d: planners.solve(problem, name, deadline=d, seed=seed, objective=objective,
                                                           workers=mine), searching, grace=1.0)
-        return cls(member, searching, deadline.part(None), floor)
+        return cls(problem, objective, member, searching, deadline.part(None), floor)
 
     def beside(self, rest: Callable[[], Result]) -> Result | None:
         """``rest()`` on a thread of lower priority (``RACE_NICE``; not in minimize mode), and the
@@ -381,10 +390,11 @@ class _SearchRace:
 
     def _wait(self) -> None:
         plan = self.member.result()
-        if self.floor and isinstance(plan, tuple):
-            plan, self.proven = plan
         self.plan = plan if isinstance(plan, Plan) else None
-        if self.plan is not None and (self.plan.found or self.plan.status == Status.INFEASIBLE):
+        if self.floor and self.plan is not None:
+            self.proven = dict(self.plan.lower_bound)
+        if self.plan is not None and (self.plan.status in (Status.OPTIMAL, Status.INFEASIBLE)
+                                      or (self.plan.found and not self.floor)):
             self.rest.halt()  # settled: CP-SAT, LNS and the heuristics stop
             self.done.set()
 
@@ -401,7 +411,7 @@ class _SearchRace:
         stats = dict(result.stats)
         stats["search_race"] = (self.member.error or "no answer") if plan is None else \
             f"{plan.status.value} in {plan.seconds:.2f} s, {plan.stats.get('nodes', 0):,} nodes" + (f" at {self.proven}" if self.floor else "")
-        if self.floor and plan is not None and plan.found:
+        if self.floor and plan is not None and plan.status == Status.OPTIMAL:
             # the halted rest winds down first: a CP-SAT solve still running when the interpreter
             # exits aborts it ("terminate called without an active exception", seen once in 70 runs)
             if self.thread is not None:
@@ -410,6 +420,11 @@ class _SearchRace:
                           message=f"search: a plan at the proven bound {self.proven}", stats=stats)
         if self.floor and (plan is None or plan.status != Status.INFEASIBLE):
             bound = {**self.proven, **{m: max(v, self.proven.get(m, 0)) for m, v in (result.bound or {}).items()}}
+            if plan is not None and plan.found and (result.placements is None or
+                                                    self.objective.value(self.problem, plan.placements)
+                                                    < self.objective.value(self.problem, result.placements)):
+                stats["kept_search_race"] = True  # the race's minimization beat the rest
+                return Result(plan.placements, bound=bound, message=result.message, stats=stats)
             return replace(result, bound=bound or None, stats=stats)
         if result.placements is not None or result.proven_infeasible or plan is None:
             return replace(result, stats=stats)
@@ -420,21 +435,16 @@ class _SearchRace:
         return replace(result, stats=stats)
 
 
-def _floor_search(problem: Problem, name: str, deadline: Deadline, seed: int, workers: int) -> tuple[Plan, dict[str, int]]:
-    """Search planner ``name`` on a one-memory ``problem`` in feasibility mode at its proven bound
-    (the load bound, then the bound each refutation proves: one grid unit higher) until a plan
-    fits, the memory's own capacity is refuted, or ``deadline`` ends. Returns the last answer and
-    the bound proven: a plan found fits within it, so it is optimal."""
-    memory = problem.memories[0]
-    cap = lower_bounds(problem).lower[memory.name]
-    while True:
-        capped = Problem(problem.buffers, (replace(memory, capacity=cap),), problem.relative, dict(problem.metadata))
-        plan = planners.solve(capped, name, deadline=deadline, seed=seed, objective="feasible", workers=workers)
-        if plan.status != Status.INFEASIBLE:
-            return plan, {memory.name: cap}
-        cap = plan.lower_bound[memory.name]  # the refuted capacity + one grid unit: proven
-        if deadline.expired() or (memory.capacity is not None and cap > memory.capacity):
-            return plan, {memory.name: cap}
+def _minimize_search(problem: Problem, name: str, deadline: Deadline, seed: int, workers: int,
+                     objective: Objective) -> Plan:
+    """Search planner ``name`` minimizing a one-memory ``problem``, in a forked process (the race):
+    its time slices alternate between a plan below its best and the proven bound, the bound's slice
+    ``RACE_FLOOR_SHARE`` times the other's. A plan at the bound is optimal (most instances with a
+    known optimum have it at the load bound); where the optimum lies above (minimalloc/D) the plan
+    keeps coming down on this process's core."""
+    engine.FLOOR_SHARE = RACE_FLOOR_SHARE  # (a forked process: the engine's constant changes here only)
+    return planners.solve(problem, name, deadline=deadline, seed=seed, objective=objective, workers=workers)
+
 
 def _lower_priority(nice: int) -> None:
     """This thread, and the threads it starts, ``nice`` steps lower in priority (Linux: nice values

@@ -3,6 +3,8 @@ above the live load where no plan packs there, and a plan found at the bound is 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 from brute_force import brute_force_optimum
@@ -17,6 +19,7 @@ from optplan.objective import Objective
 from optplan.plan import Status
 from optplan.planners import finish, solve
 from optplan.problem import Buffer, Memory, Problem
+from optplan.search import engine
 from optplan.solvers.cpsat import Settings, part_peaks
 from optplan.solvers.reduce import reduce
 
@@ -72,19 +75,34 @@ def _one_memory(draw) -> Problem:
                      (draw(st.integers(0, 5)) for _ in range(n))])
 
 
+@contextmanager
+def _engine_share_kept() -> Iterator[None]:
+    """``_minimize_search`` sets the engine's floor share for the forked process it runs in; here
+    it runs in the test's own process, so the share is put back."""
+    share = engine.FLOOR_SHARE
+    try:
+        yield
+    finally:
+        engine.FLOOR_SHARE = share
+
+
 @settings(max_examples=40, deadline=None)
 @given(_one_memory())
-def test_the_floor_search_proves_the_brute_force_optimum(p: Problem) -> None:
+def test_the_races_minimization_proves_the_brute_force_optimum(p: Problem) -> None:
     """Each refuted capacity raises the bound by one grid unit, never past the optimum, and the
-    first plan found is at the bound proven: the optimum."""
-    plan, proven = portfolio._floor_search(p, "search", Deadline(30), 0, 1)
+    plan comes down to it: optimal, proven."""
+    with _engine_share_kept():
+        plan = portfolio._minimize_search(p, "search", Deadline(30), 0, 1, Objective.parse("min-peak", p))
     best = brute_force_optimum(p)
-    assert best is not None and plan.found and plan.peak["mem"] == proven["mem"] == best[0]
+    assert best is not None and plan.status == Status.OPTIMAL
+    assert plan.peak["mem"] == plan.lower_bound["mem"] == best[0]
 
 
-def test_the_floor_search_refutes_the_gadgets_load_bound() -> None:
-    plan, proven = portfolio._floor_search(_problem(GADGET, scale=1024), "search", Deadline(30), 0, 1)
-    assert proven == {"mem": 8 * 1024} and plan.found and plan.peak["mem"] == 8 * 1024
+def test_the_races_minimization_refutes_the_gadgets_load_bound() -> None:
+    p = _problem(GADGET, scale=1024)
+    with _engine_share_kept():
+        plan = portfolio._minimize_search(p, "search", Deadline(30), 0, 1, Objective.parse("min-peak", p))
+    assert plan.status == Status.OPTIMAL and plan.lower_bound == plan.peak == {"mem": 8 * 1024}
 
 
 def test_minimize_mode_races_the_search_at_the_bound() -> None:
@@ -103,13 +121,14 @@ def test_the_bound_the_race_proved_reaches_the_rests_plan(monkeypatch) -> None:
     """When the race ends without a plan (here: its share is spent refuting the load bound), the
     rest's plan gets the bound it proved, and is optimal when it meets it."""
     p = _problem(GADGET, scale=1024)
-    real = portfolio._floor_search
 
-    def refute_only(problem, name, deadline, seed, workers):
-        plan, proven = real(Problem(problem.buffers, (Memory("mem", capacity=7 * 1024),)), name, deadline, seed, workers)
-        return replace(plan, placements={}, status=Status.UNKNOWN), proven
+    def refute_only(problem, name, deadline, seed, workers, objective):
+        capped = Problem(problem.buffers, (Memory("mem", capacity=7 * 1024),))
+        plan = solve(capped, name, deadline=deadline, seed=seed, objective="feasible", workers=workers)
+        assert plan.status == Status.INFEASIBLE
+        return replace(plan, placements={}, status=Status.UNKNOWN)
 
-    monkeypatch.setattr(portfolio, "_floor_search", refute_only)
+    monkeypatch.setattr(portfolio, "_minimize_search", refute_only)
     race = portfolio._SearchRace.start(p, Deadline(30), Objective.parse("min-peak"), 0, 2)
     assert race is not None
     rest = solve(p, "search", time_limit=30).placements
@@ -121,3 +140,38 @@ def test_the_bound_the_race_proved_reaches_the_rests_plan(monkeypatch) -> None:
     out = race.settle(race.beside(after_the_race))
     assert out.bound == {"mem": 8 * 1024} and out.placements == rest
     assert finish(p, out, "auto", 0.0).status == Status.OPTIMAL
+
+
+def _race_against(monkeypatch, p: Problem, race_planner: str, rest: portfolio.Result) -> portfolio.Result:
+    """The race settled with ``race_planner``'s plan standing for the race's minimization (its
+    time run out: FEASIBLE) and ``rest`` for the rest of auto's answer."""
+    def ended(problem, name, deadline, seed, workers, objective):
+        plan = solve(problem, race_planner)
+        return replace(plan, status=Status.FEASIBLE, lower_bound={"mem": 7 * 1024})
+
+    monkeypatch.setattr(portfolio, "_minimize_search", ended)
+    race = portfolio._SearchRace.start(p, Deadline(30), Objective.parse("min-peak"), 0, 2)
+    assert race is not None
+
+    def after_the_race() -> portfolio.Result:
+        race.watcher.join(30)
+        return rest
+
+    return race.settle(race.beside(after_the_race))
+
+
+def test_the_races_plan_stands_when_the_rest_has_a_worse_one(monkeypatch) -> None:
+    """A race that ran out of time with a lower peak than the rest's plan gives the answer (on
+    minimalloc/D the rest's plan was 1007 KiB where the search alone reached 1000)."""
+    p = _problem(GADGET, scale=1024)
+    worse = solve(p, "naive").placements  # everything stacked
+    out = _race_against(monkeypatch, p, "search", portfolio.Result(worse, bound={"mem": 7 * 1024}))
+    assert out.placements is not None and out.placements != worse and out.stats["kept_search_race"]
+    assert finish(p, out, "auto", 0.0).peak["mem"] == 8 * 1024
+
+
+def test_the_rests_plan_stands_when_the_races_is_worse(monkeypatch) -> None:
+    p = _problem(GADGET, scale=1024)
+    better = solve(p, "search").placements
+    out = _race_against(monkeypatch, p, "naive", portfolio.Result(better, bound={"mem": 7 * 1024}))
+    assert out.placements == better and "kept_search_race" not in out.stats
