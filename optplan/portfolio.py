@@ -75,10 +75,10 @@ DIVE_SECONDS_PER_PAIR = 3e-8
 # CPU): minimalloc C at load 6.5, auto - search +1.0 s with nice 5, -0.2/-0.3 s with 19
 RACE_NICE = 19
 # of the time, for the search minimizing beside the rest in minimize mode (``_SearchRace``), and the share of its
-# time slices that goes to deciding the proven bound, against 1 for a plan below its best. Generated families at
-# 10 s, one memory (experiments/results/minimize.md): with 4 the proofs of deciding the bound alone for 0.8 of the
-# time (cuts 66/70, tight 18/20) and better plans where the optimum is above the bound (perturbed A-E, the 9 not
-# proven: 1.0579 -> 1.0477 x the load bound); 1 and 0.25 (the search alone's) lost pinwheel-12, a 3.8 s decision
+# time slices that goes to deciding the proven bound (first), against 1 for a plan below its best. Generated
+# families at 10 s, one memory (experiments/results/minimize.md), against deciding the bound alone for 0.8 of the
+# time: proofs 95 -> 96 of 110 (cuts 66/70, tight 18/20, perturbed A-E 11 -> 12/20), perturbed A-E's 9 unproven
+# 1.0579 -> 1.0422 x the load bound; 1 and 0.25 (the search alone's) lost pinwheel-12, a 3.8 s decision
 FLOOR_RACE_SHARE = 0.9
 RACE_FLOOR_SHARE = 4.0
 _FLOOR_RACE = threading.local()  # ``on`` in the thread of the rest of auto that races the search at the bound
@@ -310,7 +310,7 @@ class _SearchRace:
 
     Minimize mode, one memory (``floor``): the search minimizes (``_minimize_search``), its proven
     bound (the load bound, one grid unit higher after each refutation) getting ``RACE_FLOOR_SHARE``
-    of its time slices beside the decisions below its best plan: a plan at the bound is optimal and
+    times the slice of the decision below its best plan, first: a plan at the bound is optimal and
     settles the race. Most instances with a known optimum have it at the load bound, and the rest of
     auto got there later than the search alone at a capacity. Where the optimum lies above the
     bound and the bound cannot be decided (minimalloc D; perturbed A-E), deciding the bound alone
@@ -438,10 +438,10 @@ class _SearchRace:
 def _minimize_search(problem: Problem, name: str, deadline: Deadline, seed: int, workers: int,
                      objective: Objective) -> Plan:
     """Search planner ``name`` minimizing a one-memory ``problem``, in a forked process (the race):
-    its time slices alternate between a plan below its best and the proven bound, the bound's slice
-    ``RACE_FLOOR_SHARE`` times the other's. A plan at the bound is optimal (most instances with a
-    known optimum have it at the load bound); where the optimum lies above (minimalloc/D) the plan
-    keeps coming down on this process's core."""
+    its time slices alternate between the proven bound and a plan below its best, the bound's slice
+    ``RACE_FLOOR_SHARE`` times the other's, first. A plan at the bound is optimal (most instances
+    with a known optimum have it at the load bound); where the optimum lies above (minimalloc/D)
+    the plan keeps coming down on this process's core."""
     engine.FLOOR_SHARE = RACE_FLOOR_SHARE  # (a forked process: the engine's constant changes here only)
     return planners.solve(problem, name, deadline=deadline, seed=seed, objective=objective, workers=workers)
 

@@ -894,3 +894,28 @@ def test_an_undecided_floor_does_not_keep_the_plan_from_coming_down(monkeypatch:
     ans = engine.solve(inst, None, lb, "min-peak", Deadline(600.0, deterministic=True).part(5.0))  # a wall guard far off
     assert ans.timed_out and ans.bound == lb and ans.dive_peak == lb + 16
     assert ans.peak is not None and ans.peak <= lb + 2
+
+
+@pytest.mark.parametrize("share", [engine.FLOOR_SHARE, 4.0])
+def test_the_larger_slice_goes_first(monkeypatch: pytest.MonkeyPatch, share: float) -> None:
+    """The search alone gives the bound a quarter of the slice of the decision below its best plan,
+    after it; auto's race (``portfolio.RACE_FLOOR_SHARE``) four times, first: a bound decided in its
+    first slice is not kept waiting behind a plan that cannot beat it. Here no decision ever ends."""
+    monkeypatch.setattr(engine, "FLOOR_SHARE", share)
+    problem = flat_profile(3, (64, 128), 20, 32)
+    lb = lower_bounds(problem).lower["mem"]
+    calls: list[tuple[bool, float]] = []  # (at the bound, the slice's seconds)
+
+    def never_decided(ords, n, cap, clock, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append((cap == lb, clock.left()))
+        clock.spend(clock.left())
+        return engine.Outcome(kernel.LIMIT, None, engine.Stats())
+
+    monkeypatch.setattr(engine, "decide_parallel", never_decided)
+    inst = build(problem, "mem", list(problem.units))
+    ans = engine.solve(inst, None, lb, "min-peak", Deadline(600.0, deterministic=True).part(100.0))
+    assert ans.timed_out and ans.bound == lb
+    pairs = [(calls[i], calls[i + 1]) for i in range(0, len(calls) - 1, 2)][:-1]  # (the last may be cut short)
+    assert len(pairs) >= 3
+    first, second = (lambda p: p[0], lambda p: p[1]) if share > 1 else (lambda p: p[1], lambda p: p[0])
+    assert all(first(p)[0] and not second(p)[0] and first(p)[1] == pytest.approx(share * second(p)[1]) for p in pairs)

@@ -33,7 +33,9 @@ NODES_PER_SECOND = 50_000
 FIRST_LIMIT = 2000
 RESTART_NODES = 1 << 16  # the node limit of one restart ordering's single run
 RESTART_SEEDS = 1 << 20  # restart orderings' table seeds start here (the fixed orderings' are their index)
-FLOOR_SHARE = 0.25  # of a minimization slice, for proving the bound while a better plan is sought too
+# of a minimization slice, for proving the bound while a better plan is sought too; above 1 (auto's race:
+# portfolio.RACE_FLOOR_SHARE) the bound goes first, so a bound decided in its first slice does not wait
+FLOOR_SHARE = 0.25
 # deterministic seconds a lowest-offset dive of a large instance costs per unit (idealloc/S_1:
 # 0.85 CPU s for 28,526 units)
 DIVE_SECONDS_PER_UNIT = 3e-5
@@ -637,7 +639,8 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: Objective
     resume: dict[int, Schedule] = {}
     while floor < best_top:
         below = max(floor, best_top - step)
-        for target, share in dict.fromkeys(((below, 1.0), (floor, 1.0 if below == floor else FLOOR_SHARE))):
+        pair = ((below, 1.0), (floor, 1.0 if below == floor else FLOOR_SHARE))
+        for target, share in dict.fromkeys(pair[::-1] if FLOOR_SHARE > 1 else pair):  # the larger slice first
             if share <= 0:
                 continue
             if clock.left() <= 0:
