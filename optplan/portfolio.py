@@ -27,7 +27,6 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from optplan import jit, planners
-from optplan.bounds import lower_bounds
 from optplan.deadline import Deadline
 from optplan.heuristics.run import run_heuristics
 from optplan.incumbent import Incumbent
