@@ -595,6 +595,20 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: Objective
         return answer(False, infeasible=True)
     if best is not None and (not objective.optimizes or best_top <= floor):
         return answer(False)
+    resume: dict[int, Schedule] = {}
+    if best is None and cap is not None and objective.optimizes and FLOOR_SHARE > 1 and floor < cap:
+        # the bound first (auto's race) before the capacity too: a plan there is optimal, and often
+        # the quicker decision (minimalloc C at 1 MiB: 209 nodes at its bound, 101k at the capacity)
+        out = decide_parallel(ords, inst.n, floor, clock.part(0.5 * clock.left()), workers, exact, table_slots,
+                              resume.setdefault(floor, Schedule()))
+        stats.add(out.stats)
+        if out.status == kernel.FOUND:
+            best, best_top = out.offsets, int((out.offsets + inst.size).max())
+            return answer(False)
+        if out.status == kernel.INFEASIBLE:
+            refuted(floor)
+            if exact and lb > cap:
+                return answer(False, infeasible=True)
     if best is None and cap is not None:
         # a plan under the capacity first: upward steps alone may not reach it in time
         first = clock if not objective.optimizes or lb >= cap else clock.part(0.5 * clock.left())
@@ -636,7 +650,6 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: Objective
     # 0.97 x the nodes of one uninterrupted run in all, 3 x when each slice started over).
     slice_s = 0.25
     step = max(1, (best_top - floor) // 4)
-    resume: dict[int, Schedule] = {}
     while floor < best_top:
         below = max(floor, best_top - step)
         pair = ((below, 1.0), (floor, 1.0 if below == floor else FLOOR_SHARE))
