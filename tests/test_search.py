@@ -874,22 +874,31 @@ def test_a_decision_cut_short_resumes_where_it_stopped() -> None:
     assert nodes <= 1.2 * whole.stats.nodes, (nodes, whole.stats.nodes)
 
 
+def _stall_decisions(monkeypatch: pytest.MonkeyPatch, only_at: int | None = None,
+                     seen: list[tuple[int, float]] | None = None) -> None:
+    """The search's decisions never end (all of them, or those at capacity ``only_at``): each spends
+    its slice and returns LIMIT. ``seen`` records every decision's (capacity, slice seconds)."""
+    real = engine.decide_parallel
+
+    def stalled(ords, n, cap, clock, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if seen is not None:
+            seen.append((cap, clock.left()))
+        if only_at is None or cap == only_at:
+            clock.spend(clock.left())
+            return engine.Outcome(kernel.LIMIT, None, engine.Stats())
+        return real(ords, n, cap, clock, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "decide_parallel", stalled)
+
+
 def test_an_undecided_floor_does_not_keep_the_plan_from_coming_down(monkeypatch: pytest.MonkeyPatch) -> None:
     """Once the step down from the best plan reaches the floor, a floor that is never decided took
     every slice, while a plan just above it was a short decision (generated tight-3 at 10 s: 76
     units at a bound of 72, where 73 takes 0.2 s). The step halves there too: here, with the
     floor's decisions never ending, 2 units above it (4 when the step stayed)."""
-    real = engine.decide_parallel
     problem = flat_profile(3, (64, 128), 20, 32)  # bench_minimize.py's tight-3 in bytes
     lb = lower_bounds(problem).lower["mem"]
-
-    def floor_never_decided(ords, n, cap, clock, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if cap == lb:
-            clock.spend(clock.left())
-            return engine.Outcome(kernel.LIMIT, None, engine.Stats())
-        return real(ords, n, cap, clock, *args, **kwargs)
-
-    monkeypatch.setattr(engine, "decide_parallel", floor_never_decided)
+    _stall_decisions(monkeypatch, only_at=lb)
     inst = build(problem, "mem", list(problem.units))
     ans = engine.solve(inst, None, lb, "min-peak", Deadline(600.0, deterministic=True).part(5.0))  # a wall guard far off
     assert ans.timed_out and ans.bound == lb and ans.dive_peak == lb + 16
@@ -904,17 +913,12 @@ def test_the_larger_slice_goes_first(monkeypatch: pytest.MonkeyPatch, share: flo
     monkeypatch.setattr(engine, "FLOOR_SHARE", share)
     problem = flat_profile(3, (64, 128), 20, 32)
     lb = lower_bounds(problem).lower["mem"]
-    calls: list[tuple[bool, float]] = []  # (at the bound, the slice's seconds)
-
-    def never_decided(ords, n, cap, clock, *args, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append((cap == lb, clock.left()))
-        clock.spend(clock.left())
-        return engine.Outcome(kernel.LIMIT, None, engine.Stats())
-
-    monkeypatch.setattr(engine, "decide_parallel", never_decided)
+    seen: list[tuple[int, float]] = []
+    _stall_decisions(monkeypatch, seen=seen)
     inst = build(problem, "mem", list(problem.units))
     ans = engine.solve(inst, None, lb, "min-peak", Deadline(600.0, deterministic=True).part(100.0))
     assert ans.timed_out and ans.bound == lb
+    calls = [(cap == lb, seconds) for cap, seconds in seen]  # (at the bound, the slice's seconds)
     pairs = [(calls[i], calls[i + 1]) for i in range(0, len(calls) - 1, 2)][:-1]  # (the last may be cut short)
     assert len(pairs) >= 3
     first, second = (lambda p: p[0], lambda p: p[1]) if share > 1 else (lambda p: p[1], lambda p: p[0])
@@ -930,20 +934,12 @@ def test_under_a_capacity_the_race_decides_the_bound_first(monkeypatch: pytest.M
     monkeypatch.setattr(engine, "FLOOR_SHARE", share)
     problem = flat_profile(3, (64, 128), 20, 32)
     lb = lower_bounds(problem).lower["mem"]
-    real = engine.decide_parallel
-    caps: list[int] = []
-
-    def bound_undecided(ords, n, cap, clock, *args, **kwargs):  # type: ignore[no-untyped-def]
-        caps.append(cap)
-        if cap == lb:
-            clock.spend(clock.left())
-            return engine.Outcome(kernel.LIMIT, None, engine.Stats())
-        return real(ords, n, cap, clock, *args, **kwargs)
-
-    monkeypatch.setattr(engine, "decide_parallel", bound_undecided)
+    seen: list[tuple[int, float]] = []
+    _stall_decisions(monkeypatch, only_at=lb, seen=seen)
     inst = build(problem, "mem", list(problem.units))
     cap = lb + 8 * inst.scale  # below the dive's plan (lb + 16 units): no plan under it yet
     ans = engine.solve(inst, cap, lb, "min-peak", Deadline(600.0, deterministic=True).part(5.0))
     assert ans.peak is not None and ans.peak <= cap
+    caps = [c for c, _ in seen]
     assert inst.scale == 1 and caps[0] == (lb if share > 1 else cap)
     assert share <= 1 or caps[1] == cap
