@@ -596,7 +596,8 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: Objective
     if best is not None and (not objective.optimizes or best_top <= floor):
         return answer(False)
     resume: dict[int, Schedule] = {}
-    if best is None and cap is not None and objective.optimizes and FLOOR_SHARE > 1 and floor < cap:
+    bound_first = FLOOR_SHARE > 1  # the larger share goes first (auto's race)
+    if best is None and cap is not None and objective.optimizes and bound_first and floor < cap:
         # the bound first (auto's race) before the capacity too: a plan there is optimal, and often
         # the quicker decision (minimalloc C at 1 MiB: 209 nodes at its bound, 101k at the capacity)
         out = decide_parallel(ords, inst.n, floor, clock.part(0.5 * clock.left()), workers, exact, table_slots,
@@ -607,7 +608,7 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: Objective
             return answer(False)
         if out.status == kernel.INFEASIBLE:
             refuted(floor)
-            if exact and lb > cap:
+            if lb > cap:  # (raised by the refutation only when the instance is exact)
                 return answer(False, infeasible=True)
     if best is None and cap is not None:
         # a plan under the capacity first: upward steps alone may not reach it in time
@@ -653,7 +654,7 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: Objective
     while floor < best_top:
         below = max(floor, best_top - step)
         pair = ((below, 1.0), (floor, 1.0 if below == floor else FLOOR_SHARE))
-        for target, share in dict.fromkeys(pair[::-1] if FLOOR_SHARE > 1 else pair):  # the larger slice first
+        for target, share in dict.fromkeys(pair[::-1] if bound_first else pair):
             if share <= 0:
                 continue
             if clock.left() <= 0:
