@@ -1,8 +1,8 @@
-"""Build hook: numba's compiled kernels made while the package is built (``optplan.jit``).
+"""Build hook: numba's compiled kernels made while the package is built (``optplan.core.jit``).
 
 ``pip install .`` builds a wheel whose ``__pycache__`` folders hold numba's cache of optplan's
 kernels, and ``pip install -e .`` compiles them beside the sources, so the first ``optplan solve``
-loads them in about a second instead of compiling for a minute or more (which ``optplan.jit`` never
+loads them in about a second instead of compiling for a minute or more (which ``optplan.core.jit`` never
 does inside a time limit: it plans without them instead). Numba keys its cache by the sources'
 content, its own version and the CPU, so the cache serves where the build ran, with the numba the
 build environment resolved (the same one ``pip install`` resolves); anywhere else numba ignores it,
@@ -31,6 +31,6 @@ class BuildPy(build_py):
             env.pop("NUMBA_CACHE_DIR", None)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))  # keep the build env's
         try:
-            subprocess.run([sys.executable, "-c", "from optplan import jit; jit.warmup()"], env=env, cwd=root, check=True)
+            subprocess.run([sys.executable, "-c", "from optplan.warmup import warm; warm()"], env=env, cwd=root, check=True)
         except (OSError, subprocess.CalledProcessError) as e:
             self.warn(f"numba kernels not compiled during the build ({e}); `optplan warmup` compiles them")

@@ -28,7 +28,7 @@ import math, sys, warnings
 warnings.filterwarnings("ignore")
 sys.path.insert(0, "experiments")
 from gen_instances import instance
-from optplan.planners import solve
+from optplan.registry import solve
 from optplan.search import engine
 engine.ensure_compiled()
 print("ready", flush=True)

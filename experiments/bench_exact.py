@@ -16,7 +16,7 @@ import time
 from instances import find
 
 from optplan.formats import read_problem
-from optplan.planners import solve
+from optplan.registry import solve
 
 PLANNERS = ("greedy-size", "cpsat", "auto")
 

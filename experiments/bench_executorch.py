@@ -35,7 +35,7 @@ def lower(name: str, planner: str, time_limit: float, constant_prop: bool = True
     from executorch.exir.memory_planning import greedy
     from executorch.exir.passes.constant_prop_pass import constant_prop_pass
 
-    from optplan.bounds import lower_bounds
+    from optplan.core.bounds import lower_bounds
     from optplan.frontends.executorch import (
         MemoryConfig,
         make_algo,

@@ -22,9 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from optplan import planners
+from optplan import registry
+from optplan.core.buffer import Buffer, Memory
+from optplan.core.problem import Problem
 from optplan.formats import read_problem
-from optplan.problem import Buffer, Memory, Problem
 from optplan.study.instances import discover, is_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -61,8 +62,8 @@ def _cell(plan, seconds: float, cpu: float) -> str:
 
 
 def speed(args: argparse.Namespace) -> None:
-    names = args.only or planners.heuristic_names()
-    planners.solve(synthetic(10), names[0])  # warm up: the registry imports every planner module once
+    names = args.only or registry.heuristic_names()
+    registry.solve(synthetic(10), names[0])  # warm up: the registry imports every planner module once
     problems = [synthetic(n) for n in args.sizes]
     print("Each cell: wall seconds / CPU seconds of this process (peak / lower bound). On a loaded "
           "machine the CPU time is the fairer figure.\n")
@@ -72,19 +73,19 @@ def speed(args: argparse.Namespace) -> None:
         cells = []
         for p in problems:
             t0, c0 = time.perf_counter(), time.process_time()
-            plan = planners.solve(p, name, time_limit=args.time_limit, seed=0)
+            plan = registry.solve(p, name, time_limit=args.time_limit, seed=0)
             cells.append(_cell(plan, time.perf_counter() - t0, time.process_time() - c0))
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
 
 
 def compare(args: argparse.Namespace) -> None:
-    names = args.only or planners.heuristic_names()
+    names = args.only or registry.heuristic_names()
     # a shell glob such as models/*.json also names models/summary.json, which is not a problem
     paths = [f for f in args.files if Path(f).is_dir() or is_problem(Path(f))]
     for f in sorted(set(args.files) - set(paths)):
         print(f"(skipped {f}: not an optplan problem)\n")
     problems = [(i.label, read_problem(i.path)) for i in discover(paths)[0]]
-    planners.solve(synthetic(10), names[0])  # warm up: the registry imports every planner module once
+    registry.solve(synthetic(10), names[0])  # warm up: the registry imports every planner module once
     print("Each cell: peak / lower bound (seconds). No capacity: every heuristic minimizes the peak.\n")
     print("| heuristic | " + " | ".join(f"{n} ({len(p.buffers):,})" for n, p in problems) + " |")
     print("| --- |" + " --- |" * len(problems))
@@ -93,7 +94,7 @@ def compare(args: argparse.Namespace) -> None:
         cells = []
         for i, (label, p) in enumerate(problems):
             t0 = time.perf_counter()
-            plan = planners.solve(p, name, time_limit=args.time_limit, seed=0)
+            plan = registry.solve(p, name, time_limit=args.time_limit, seed=0)
             dt = time.perf_counter() - t0
             ratio = plan.peak["mem"] / plan.lower_bound["mem"] if plan.found else float("inf")
             best[i] = min(best.get(i, float("inf")), ratio)  # by position: two files may share a label
@@ -105,7 +106,7 @@ def compare(args: argparse.Namespace) -> None:
 def tiny(args: argparse.Namespace) -> None:
     from brute_force import brute_force_optimum, tiny_problem
 
-    names = args.only or planners.heuristic_names()
+    names = args.only or registry.heuristic_names()
     rng = random.Random(args.seed)
     problems = [tiny_problem(rng.randint) for _ in range(args.count)]
     optima = [brute_force_optimum(p) for p in problems]
@@ -121,7 +122,7 @@ def tiny(args: argparse.Namespace) -> None:
         missed = optimal = 0
         ratios = []
         for p, value in feasible:
-            plan = planners.solve(p, name, iterations=50, seed=0)
+            plan = registry.solve(p, name, iterations=50, seed=0)
             if not plan.found:
                 missed += 1
                 continue

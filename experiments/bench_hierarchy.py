@@ -21,11 +21,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from instances import find  # noqa: E402
 
-from optplan import planners  # noqa: E402
-from optplan.bounds import lower_bounds  # noqa: E402
+from optplan import registry  # noqa: E402
+from optplan.core.bounds import lower_bounds  # noqa: E402
+from optplan.core.buffer import Memory  # noqa: E402
+from optplan.core.plan import Plan, Status  # noqa: E402
+from optplan.core.problem import Problem
 from optplan.formats import read_problem  # noqa: E402
-from optplan.plan import Plan, Status  # noqa: E402
-from optplan.problem import Memory, Problem  # noqa: E402
 from optplan.report.summary import percent, quantity_name  # noqa: E402
 
 BASELINES = ("vela-staging", "executorch-fastest-fit", "banked-greedy")
@@ -75,10 +76,10 @@ def main() -> None:
             p = hierarchy(base, fraction)
             cells, ok = [], True
             c0 = time.process_time()
-            best = planners.solve(p, "auto", time_limit=args.seconds, workers=args.workers, seed=0)
+            best = registry.solve(p, "auto", time_limit=args.seconds, workers=args.workers, seed=0)
             cpu_row = time.process_time() - c0
             for name in BASELINES:
-                plan = planners.solve(p, name)
+                plan = registry.solve(p, name)
                 k, s = cell(p, plan)
                 packs = plan.stats.get("selection_packs", "-") if plan.found else "fails"
                 cells.append(f"{k} / {s} / {'yes' if packs is True else 'no' if packs is False else packs}")

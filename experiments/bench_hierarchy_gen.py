@@ -20,9 +20,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_instances import cut_instance  # noqa: E402
 
-from optplan import planners  # noqa: E402
-from optplan.plan import Status  # noqa: E402
-from optplan.problem import Memory, Problem  # noqa: E402
+from optplan import registry  # noqa: E402
+from optplan.core.buffer import Memory  # noqa: E402
+from optplan.core.plan import Status  # noqa: E402
+from optplan.core.problem import Problem
 from optplan.report.summary import percent, quantity_name  # noqa: E402
 from optplan.solvers import selection  # noqa: E402
 
@@ -39,7 +40,7 @@ def run(p: Problem, seconds: float, level: int) -> tuple[str, float]:
     selection.LINEARIZATION = level
     try:
         c0 = time.process_time()
-        plan = planners.solve(p, "auto", time_limit=seconds, workers=1, seed=0)
+        plan = registry.solve(p, "auto", time_limit=seconds, workers=1, seed=0)
         cpu = time.process_time() - c0
     finally:
         selection.LINEARIZATION = keep

@@ -20,7 +20,7 @@ import time
 from instances import find
 
 from optplan.formats import read_problem
-from optplan.planners import solve
+from optplan.registry import solve
 
 PLANNERS = ("cpsat", "milp-cbc", "milp-highs", "milp-cbc:cold", "milp-highs:cold")
 

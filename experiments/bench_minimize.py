@@ -30,10 +30,11 @@ from pathlib import Path
 from gen_instances import instance
 
 from optplan import portfolio
-from optplan.bounds import lower_bounds
+from optplan.core.bounds import lower_bounds
+from optplan.core.buffer import Buffer, Memory
+from optplan.core.problem import Problem
 from optplan.formats import read_problem
-from optplan.planners import solve
-from optplan.problem import Buffer, Memory, Problem
+from optplan.registry import solve
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "minimalloc"
 

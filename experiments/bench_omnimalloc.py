@@ -25,13 +25,13 @@ import time
 
 from instances import find
 
-from optplan.bounds import lower_bounds
+from optplan.core.bounds import lower_bounds
+from optplan.core.plan import Placement
+from optplan.core.problem import Problem
+from optplan.core.validate import validate
 from optplan.formats import read_problem, write_text
-from optplan.plan import Placement
-from optplan.planners import solve
-from optplan.problem import Problem
+from optplan.registry import solve
 from optplan.search import engine
-from optplan.validate import validate
 
 NAMES = ["A", "B", "C", "D", "E", "resnet50", "G_1", "S_1"]
 

@@ -22,12 +22,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_instances import cut_instance  # noqa: E402
 
-from optplan.deadline import Deadline  # noqa: E402
-from optplan.objective import Objective  # noqa: E402
-from optplan.problem import Memory  # noqa: E402
+from optplan.core.buffer import Memory  # noqa: E402
+from optplan.core.deadline import Deadline  # noqa: E402
+from optplan.core.objective import Objective  # noqa: E402
+from optplan.parts import Part, reduce  # noqa: E402
 from optplan.solvers import selection  # noqa: E402
 from optplan.solvers.cpsat import Settings  # noqa: E402
-from optplan.solvers.reduce import Part, reduce  # noqa: E402
 
 FRACTIONS = (0.25, 0.5)
 

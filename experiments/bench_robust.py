@@ -27,9 +27,9 @@ from pathlib import Path
 
 from gen_instances import CELLS, FAMILIES, UNIT, instance
 
+from optplan.core.problem import Problem
 from optplan.formats import write_text
-from optplan.planners import solve
-from optplan.problem import Problem
+from optplan.registry import solve
 from optplan.search import engine
 
 CAPACITY = CELLS * UNIT

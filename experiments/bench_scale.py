@@ -24,8 +24,8 @@ import sys
 import tempfile
 import time
 
-from optplan import planners
-from optplan.deadline import Deadline
+from optplan import registry
+from optplan.core.deadline import Deadline
 from optplan.formats import read_problem, write_plan
 from optplan.heuristics import banked_greedy, packer
 from optplan.heuristics.run import improving
@@ -41,7 +41,7 @@ def _reference(name: str):
     """The planner function of ``name`` running the pure-Python reference packer."""
     if name == "banked-greedy":
         return banked_greedy.banked_greedy_reference
-    fn, call = planners.get(name).__wrapped__, _planner_fn(name)  # type: ignore[attr-defined]
+    fn, call = registry.get(name).__wrapped__, _planner_fn(name)  # type: ignore[attr-defined]
 
     def run(problem):
         module = sys.modules[fn.__module__]
@@ -59,7 +59,7 @@ def _reference(name: str):
 def _planner_fn(name: str):
     """The planner function of ``name`` (no bound, no validation), given a Deadline without a
     limit if it takes one."""
-    fn = planners.get(name).__wrapped__  # type: ignore[attr-defined]
+    fn = registry.get(name).__wrapped__  # type: ignore[attr-defined]
     if "deadline" in inspect.signature(fn).parameters:
         return lambda problem: fn(problem, deadline=Deadline(None))
     return fn
@@ -69,8 +69,8 @@ def speed(args: argparse.Namespace) -> None:
     print(f"Command: `python experiments/bench_scale.py {' '.join(sys.argv[1:])}`; load average at start "
           f"{_load()}\n")
     problems = [(os.path.basename(f), read_problem(f)) for f in args.files]
-    names = [n for n in planners.heuristic_names() if not improving(n)]
-    planners.solve(problems[0][1], names[0])  # compile / load the kernels once
+    names = [n for n in registry.heuristic_names() if not improving(n)]
+    registry.solve(problems[0][1], names[0])  # compile / load the kernels once
     ref = "" if args.no_reference else ": compiled / reference (ratio)"
     print(f"CPU seconds of the planner function (bound and validation excluded){ref}\n")
     print("| heuristic | " + " | ".join(n for n, _ in problems) + " |")
@@ -115,7 +115,7 @@ def _one(path: str, time_limit: float, read_only: bool) -> dict:
     out: dict = {"file": os.path.basename(path), "buffers": len(problem.buffers),
                  "read_s": time.perf_counter() - t0, "read_cpu": time.process_time() - c0}
     if not read_only:
-        plan = planners.solve(problem, "auto", deadline=deadline)
+        plan = registry.solve(problem, "auto", deadline=deadline)
         if plan.found:
             with tempfile.TemporaryDirectory() as tmp:
                 write_plan(problem, plan, os.path.join(tmp, "plan.csv"))
@@ -166,13 +166,13 @@ def feasible(args: argparse.Namespace) -> None:
     print("| --- | " + "--- | " * len(names) + "--- | --- |")
     for f in args.files:
         problem = read_problem(f).with_capacity(args.capacity)
-        planners.solve(problem, "search", objective="feasible", time_limit=5)  # compile / load once
+        registry.solve(problem, "search", objective="feasible", time_limit=5)  # compile / load once
         cells: dict[str, list[str]] = {}
         seconds: dict[str, list[float]] = {}
         load = os.getloadavg()[0]
         for name in names * args.runs:
             t0, c0 = time.perf_counter(), _cpu_with_children()
-            plan = planners.solve(problem, name, objective="feasible", time_limit=args.time_limit)
+            plan = registry.solve(problem, name, objective="feasible", time_limit=args.time_limit)
             t, c = time.perf_counter() - t0, _cpu_with_children() - c0
             seconds.setdefault(name, []).append(t if plan.found else float("inf"))
             cells.setdefault(name, []).append(f"{t:.2f} ({c:.2f})" + ("" if plan.found else f" {plan.status.value}"))

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from bench_robust import minimalloc_runner, run_minimalloc
 
-from optplan.bounds import lower_bounds
+from optplan.core.bounds import lower_bounds
 from optplan.formats import read_problem, write_text
-from optplan.planners import solve
+from optplan.registry import solve
 from optplan.search import engine
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from bench_kernel import old_kernel  # the kernel of a past commit, compiled apart
 
-from optplan.bounds import lower_bounds
+from optplan.core.bounds import lower_bounds
 from optplan.formats import read_problem, write_text
 from optplan.search import engine, kernel
 from optplan.search.instance import build

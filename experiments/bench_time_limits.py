@@ -46,7 +46,7 @@ def _env(tree: Path) -> dict[str, str]:
 
 
 # times the import and ``main()`` of the CLI inside the child (load makes a separate measurement useless)
-WRAP = ("import json, sys, time; t0 = time.perf_counter(); import optplan.cli as c, optplan.planners as p; "
+WRAP = ("import json, sys, time; t0 = time.perf_counter(); import optplan.cli as c, optplan.registry as p; "
         "p.names(); getattr(p, 'prepare_planner', lambda n: None)(sys.argv[4] if sys.argv[1] == 'solve' else 'naive'); "
         "t1 = time.perf_counter(); c1 = time.process_time(); "
         "rc = c.main(sys.argv[1:]); t2 = time.perf_counter(); "

@@ -8,7 +8,7 @@ that spend their whole budget, over that budget.
 ``cpsat.DTIME_PER_SECOND``, search nodes over ``engine.NODES_PER_SECOND``, hill-climb steps x units
 over ``UNIT_STEPS_PER_SECOND``, MIP nodes); their rates were set so that one is about a CPU second
 of one core, so that a deterministic run ends near its limit's wall time on an unloaded machine of
-this kind. Each run here is ``planners.solve`` in this process with the wall-clock guard off
+this kind. Each run here is ``registry.solve`` in this process with the wall-clock guard off
 (``GUARD_SLACK``), on the generated families (minimalloc A-E are only a sanity check: ``--families
 minimalloc``), CPU time by ``time.process_time`` (this process's threads: CP-SAT runs one worker in
 deterministic mode, the search one process). A run that ends before its budget (a proof) is listed
@@ -30,9 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_instances import instance  # noqa: E402
 from instances import SHARED  # noqa: E402
 
-from optplan import deadline, planners  # noqa: E402
+from optplan import registry  # noqa: E402
+from optplan.core import deadline
+from optplan.core.problem import Problem  # noqa: E402
 from optplan.formats import read_problem  # noqa: E402
-from optplan.problem import Problem  # noqa: E402
 
 
 def problems(families: list[str], seeds: range):
@@ -63,13 +64,13 @@ def main() -> None:
     ratios: dict[str, list[float]] = {}
     names = args.planners.split(",")
     for name in names:  # imports and kernels loaded before any run is measured
-        planners.solve(instance("guillotine", 0), name, time_limit=0.1, deterministic=True, workers=1)
+        registry.solve(instance("guillotine", 0), name, time_limit=0.1, deterministic=True, workers=1)
     for label, problem in problems(args.families.split(","), range(lo, hi + 1)):
         if args.no_capacity:
             problem = Problem(problem.buffers, tuple(replace(m, capacity=None) for m in problem.memories), problem.relative)
         for name in names:
             c0, t0 = time.process_time(), time.perf_counter()
-            plan = planners.solve(problem, name, time_limit=args.limit, deterministic=True, seed=1, workers=1)
+            plan = registry.solve(problem, name, time_limit=args.limit, deterministic=True, seed=1, workers=1)
             cpu, wall = time.process_time() - c0, time.perf_counter() - t0
             counted = plan.status.value != "OPTIMAL" and plan.status.value != "INFEASIBLE"
             if counted:

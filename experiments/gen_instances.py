@@ -27,7 +27,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from optplan.problem import Buffer, Memory, Problem
+from optplan.core.buffer import Buffer, Memory
+from optplan.core.problem import Problem
 
 UNIT = 1024  # bytes: sizes are multiples of 1 KiB
 CELLS = 1024  # capacity in units: 1 MiB

@@ -19,7 +19,7 @@ from concurrent.futures import ProcessPoolExecutor
 from bench_robust import quantile
 from gen_instances import FAMILIES, instance
 
-from optplan.planners import solve
+from optplan.registry import solve
 from optplan.search import engine
 
 

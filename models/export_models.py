@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE))
 import numpy as np
 from zoo import MODELS
 
-from optplan.bounds import lower_bounds
+from optplan.core.bounds import lower_bounds
 from optplan.formats import write_problem
 from optplan.frontends.torch_export import eager_live_peak, problem_from_program
 
@@ -89,9 +89,9 @@ def export_one(name: str, onnx: bool = False, solve: float | None = None, execut
 
 
 def solved(problem, time_limit: float) -> dict:
-    from optplan import planners
+    from optplan import registry
 
-    plan = planners.solve(problem, "auto", time_limit=time_limit, workers=2)
+    plan = registry.solve(problem, "auto", time_limit=time_limit, workers=2)
     return {"peak": plan.peak["mem"], "status": plan.status.value, "seconds": round(plan.seconds, 1)}
 
 

@@ -18,19 +18,19 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from optplan import planners
-from optplan.bounds import lower_bounds, peak_load
-from optplan.deadline import Deadline
-from optplan.errors import OptplanError, PlannerBug
+from optplan import registry
+from optplan.core.bounds import lower_bounds, peak_load
+from optplan.core.deadline import Deadline
+from optplan.core.errors import OptplanError, PlannerBug
+from optplan.core.lifecycle import interruptible
+from optplan.core.objective import Objective
+from optplan.core.plan import Plan, Status, peaks
+from optplan.core.problem import Problem
+from optplan.core.validate import validate
 from optplan.formats import check_output, read_placements, read_problem, write_plan, write_problem
+from optplan.formats.memspec import parse_memories
 from optplan.formats.native_json import plan_to_dict
-from optplan.lifecycle import interruptible
-from optplan.memspec import parse_memories
-from optplan.objective import Objective
-from optplan.plan import Plan, Status, peaks
-from optplan.problem import Problem
 from optplan.report.summary import MemoryRow, gap_words, infeasible_proof, memory_rows, objective_words, percent
-from optplan.validate import validate
 
 EXIT_OK, EXIT_NO_PLAN, EXIT_USAGE = 0, 1, 2
 
@@ -54,7 +54,7 @@ def _option(name: str, parse: type[int] | type[float], seconds: bool = False) ->
             value = parse(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not {'an integer' if parse is int else 'a number'}: {text!r}") from None
-        why = planners.option_error(name, value)
+        why = registry.option_error(name, value)
         if seconds and not (math.isfinite(value) and value > 0):
             why = "must be a finite number of seconds > 0"
         if why:
@@ -140,7 +140,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         signals.solving = True  # from here a signal stops the planners, and their best plan is kept
         progress, stop = _progress_printer() if not args.json else (None, lambda: None)
         try:
-            plan = planners.solve(problem, args.planner, deadline=deadline, workers=args.workers,
+            plan = registry.solve(problem, args.planner, deadline=deadline, workers=args.workers,
                                   seed=args.seed, objective=args.objective, progress=progress)
         finally:
             stop()
@@ -209,7 +209,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     start, end = (np.array([r[k] for r in rects], np.int64) for k in (0, 1))
     load, step = peak_load(start, end, np.array([r[3] - r[2] for r in rects], np.int64))
     if problem.concurrent:  # vector clocks: the heaviest set of pairwise concurrent buffers
-        from optplan.clocks import clique_bound
+        from optplan.core.clocks import clique_bound
 
         load, step = clique_bound(problem, [u.root for u in problem.units])[0], None
     lo, hi = problem.time_span
@@ -335,7 +335,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_export_model(args: argparse.Namespace) -> int:
-    from optplan.solvers.lp_io import export_model
+    from optplan.formats.lp_io import export_model
 
     info = export_model(_load(args), args.output, args.objective)
     out.print(f"model written to {args.output}: {info.variables} variables ({info.binaries} binary, "
@@ -345,7 +345,7 @@ def cmd_export_model(args: argparse.Namespace) -> int:
 
 
 def cmd_import_solution(args: argparse.Namespace) -> int:
-    from optplan.solvers.lp_io import import_solution
+    from optplan.formats.lp_io import import_solution
 
     problem = _load(args)
     plan = import_solution(problem, args.solution)
@@ -490,14 +490,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def cmd_planners(args: argparse.Namespace) -> int:
-    out.print("\n".join(planners.names()), markup=False)
+    out.print("\n".join(registry.names()), markup=False)
     return EXIT_OK
 
 
 def cmd_warmup(args: argparse.Namespace) -> int:
-    from optplan import jit
+    from optplan.core import jit
+    from optplan.warmup import warm
 
-    for group, seconds in jit.warmup().items():
+    for group, seconds in warm().items():
         out.print(f"{group}: {'compiled' if jit.compiled(group) else 'NOT compiled'} in {seconds:.1f} s", markup=False)
     out.print(f"numba's cache: {jit.cache_dir()}", markup=False)
     return EXIT_OK if all(jit.compiled(g) for g in jit.GROUPS) else EXIT_NO_PLAN

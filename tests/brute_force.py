@@ -3,7 +3,7 @@
 It shares no placement code with the planners it cross-checks: it enumerates, unit by unit,
 every allowed memory and every aligned root offset in ``[lowest legal, bound]`` with depth-first
 search, keeps the assignment minimizing the weighted sum of peaks
-(``optplan.problem.objective_weights``) and prunes branches that cannot beat the incumbent.
+(``optplan.core.problem.objective_weights``) and prunes branches that cannot beat the incumbent.
 Units (a buffer plus everything placed relative to it) move as one, as in the Problem model.
 
 Why the default bound is enough (so ``None`` is a proof of infeasibility and the value is the
@@ -21,19 +21,13 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 
-from optplan.errors import ProblemError
-from optplan.objective import Objective
-from optplan.plan import Placement
-from optplan.problem import (
-    Buffer,
-    Gap,
-    Memory,
-    Problem,
-    RelativePlacement,
-    Unit,
-    objective_weights,
-)
-from optplan.validate import validate
+from optplan.core.buffer import Buffer, Gap, Memory, RelativePlacement
+from optplan.core.errors import ProblemError
+from optplan.core.objective import Objective
+from optplan.core.plan import Placement
+from optplan.core.problem import Problem, objective_weights
+from optplan.core.units import Unit
+from optplan.core.validate import validate
 
 
 def _default_bound(problem: Problem, memory: str) -> int:

@@ -31,10 +31,10 @@ def shared() -> Path:
 def _compiled_kernels() -> None:
     """The numba kernels compiled (or loaded from numba's on-disk cache) before any test: a test
     with a time limit, in this process or a child, must find them compiled, or it runs without
-    them (optplan.jit), which tests/test_jit.py checks on purpose."""
-    from optplan import jit
+    them (optplan.core.jit), which tests/test_jit.py checks on purpose."""
+    from optplan.warmup import warm
 
-    jit.warmup()
+    warm()
 
 
 @pytest.fixture(autouse=True)
@@ -43,7 +43,7 @@ def _unguarded(monkeypatch) -> None:
     ends a loaded run at its limit's wall time and says it may not repeat) is off here. The tests
     of the guard put it back (``GUARD_SLACK`` 0) or give a deadline with its own
     (``Deadline.part(..., wall=)``)."""
-    from optplan import deadline
+    from optplan.core import deadline
 
     monkeypatch.setattr(deadline, "GUARD_SLACK", float("inf"))
 

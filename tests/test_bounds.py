@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optplan import Buffer, Memory, Problem, RelativePlacement, lower_bounds, solve
-from optplan.bounds import peak_load
+from optplan.core.bounds import peak_load
 
 
 def test_peak_load_half_open() -> None:

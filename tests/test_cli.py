@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from optplan.cli import main
+from optplan.core.validate import validate
 from optplan.formats import read_placements, read_problem
-from optplan.validate import validate
 
 # a plan for minimalloc/example.12.csv with every buffer at offset 0 (rows as in the problem)
 EVERY_BUFFER_AT_0 = "id,lower,upper,size,offset\nb1,0,3,4,0\nb2,3,9,4,0\nb3,0,9,4,0\nb4,9,21,4,0\nb5,0,21,4,0\n"
@@ -107,7 +107,7 @@ def test_bad_problem_file_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_compare_json_lists_every_heuristic(shared: Path, capsys: pytest.CaptureFixture) -> None:
-    from optplan.planners import heuristic_names
+    from optplan.registry import heuristic_names
 
     code, o, _ = run(capsys, "compare", str(shared / "minimalloc" / "A.1048576.csv"), "--json")
     docs = json.loads(o)
@@ -174,10 +174,10 @@ def test_deterministic_runs_repeat_byte_for_byte(shared: Path, tmp_path: Path) -
     import subprocess
     import sys
 
-    from optplan import planners
+    from optplan import registry
 
-    names = planners.names()
-    code = ("import sys, optplan.cli as c, optplan.deadline as d; out = sys.argv[1]; d.GUARD_SLACK = float('inf'); "
+    names = registry.names()
+    code = ("import sys, optplan.cli as c, optplan.core.deadline as d; out = sys.argv[1]; d.GUARD_SLACK = float('inf'); "
             "[c.main(['solve', sys.argv[2], '--planner', n, '--deterministic', '--seed', '1', '--time-limit', '1', "
             "'--json', '-o', f'{out}/{n}.json']) for n in sys.argv[3:]]")
     runs = []

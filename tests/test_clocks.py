@@ -12,15 +12,15 @@ from dataclasses import replace
 
 import pytest
 
-from optplan import Buffer, Memory, Problem, RelativePlacement, planners, solve
-from optplan.bounds import lower_bounds
+from optplan import Buffer, Memory, Problem, RelativePlacement, registry, solve
 from optplan.cli import main
-from optplan.clocks import concurrent, heaviest_clique
-from optplan.errors import OptplanError, ProblemError
+from optplan.core.bounds import lower_bounds
+from optplan.core.buffer import Gap, concurrent
+from optplan.core.clocks import clock_graph, heaviest_clique
+from optplan.core.errors import OptplanError, ProblemError
+from optplan.core.plan import Placement
+from optplan.core.validate import validate
 from optplan.formats import read_problem, write_problem
-from optplan.plan import Placement
-from optplan.problem import Gap
-from optplan.validate import validate
 
 EXAMPLE = [Buffer("x", 4096, (0, 0), (2, 0)), Buffer("y", 4096, (0, 0), (0, 2)),
            Buffer("w", 4096, (2, 0), (3, 0)), Buffer("z", 8192, (2, 2), (3, 3))]
@@ -28,7 +28,7 @@ EXACT = ("cpsat", "milp-cbc", "auto")
 
 
 def _pairs(problem):
-    g = problem.clock_graph
+    g = clock_graph(problem)
     return {frozenset((g.roots[i], g.roots[j])) for i, row in enumerate(g.apart) for j in row}
 
 
@@ -57,10 +57,10 @@ def test_the_two_stream_example_conflicts_where_one_time_axis_would_be_wrong_bot
 
 
 def test_every_planner_but_search_handles_clocks():
-    assert set(planners.names()) - set(planners.clock_planners()) == {"search"}
+    assert set(registry.names()) - set(registry.clock_planners()) == {"search"}
 
 
-@pytest.mark.parametrize("name", planners.clock_planners())
+@pytest.mark.parametrize("name", registry.clock_planners())
 def test_every_clock_planner_plans_the_example_validly(name):
     p = Problem(EXAMPLE)
     plan = solve(p, name, time_limit=10)
@@ -84,7 +84,7 @@ def test_planners_without_clocks_refuse_and_the_cli_says_so_in_one_line(tmp_path
     p = Problem(EXAMPLE)
     with pytest.raises(OptplanError, match="vector clocks"):
         solve(p, "search")
-    assert "search" not in planners.clock_planners() and "auto" in planners.clock_planners()
+    assert "search" not in registry.clock_planners() and "auto" in registry.clock_planners()
     path = tmp_path / "p.json"
     write_problem(p, path)
     assert main(["solve", str(path), "--planner", "search"]) == 2
@@ -225,7 +225,7 @@ def test_exact_planners_match_brute_force_on_small_two_stream_instances(seed):
     assert solve(p, "auto", time_limit=10).peak["mem"] == optimum
 
 
-HEURISTICS = [n for n in planners.clock_planners() if n in planners.heuristic_names()]
+HEURISTICS = [n for n in registry.clock_planners() if n in registry.heuristic_names()]
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -7,16 +7,17 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from optplan.deadline import Deadline
-from optplan.errors import ProblemError
+from optplan.core.buffer import Buffer, Gap, Memory, RelativePlacement
+from optplan.core.deadline import Deadline
+from optplan.core.errors import ProblemError
+from optplan.core.objective import Objective
+from optplan.core.problem import Problem
 from optplan.heuristics import compiled, orders, staging
 from optplan.heuristics.banked_greedy import banked_greedy, banked_greedy_reference
 from optplan.heuristics.first_fit_orders import ORDERS as ORDERS_FFO
 from optplan.heuristics.first_fit_orders import first_fit_orders
 from optplan.heuristics.packer import greedy, greedy_reference, greedy_scored, score
 from optplan.heuristics.recycle import recycle, recycle_reference
-from optplan.objective import Objective
-from optplan.problem import Buffer, Gap, Memory, Problem, RelativePlacement
 
 ORDERS = [orders.by_size, orders.by_size_stable, orders.by_start, orders.by_conflicts, orders.by_breadth,
           orders.by_area, orders.by_length]

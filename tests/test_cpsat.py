@@ -8,14 +8,15 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
-from optplan.errors import ProblemError
+from optplan.core.buffer import Buffer, Memory, RelativePlacement
+from optplan.core.errors import ProblemError
+from optplan.core.plan import Placement, Status
+from optplan.core.problem import Problem
+from optplan.core.validate import validate
 from optplan.formats import read_problem
-from optplan.plan import Placement, Status
-from optplan.planners import solve
-from optplan.problem import Buffer, Memory, Problem, RelativePlacement
+from optplan.parts import reduce
+from optplan.registry import solve
 from optplan.solvers.cpsat import PartModel
-from optplan.solvers.reduce import reduce
-from optplan.validate import validate
 
 
 @st.composite
@@ -147,8 +148,8 @@ def test_deterministic_mode_repeats(seed: int) -> None:
 def test_a_deterministic_run_stopped_by_the_wall_clock_guard_says_so(shared) -> None:
     """CP-SAT's wall-clock limit in deterministic mode is the run's guard (here 0.05 s from the call,
     inside a 1 deterministic-second budget): a plan it cut short may not repeat, so it is reported."""
-    from optplan.deadline import Deadline
-    from optplan.planners import GUARDED
+    from optplan.core.deadline import Deadline
+    from optplan.registry import GUARDED
 
     p = read_problem(shared / "minimalloc" / "A.1048576.csv")
     plan = solve(p, "cpsat", deadline=Deadline(1, deterministic=True).part(None, wall=0.05), workers=1)
@@ -169,7 +170,7 @@ def test_objective_beyond_64_bits_is_reported_not_wrapped() -> None:
 EXIT_SCRIPT = """
 import sys, threading, time
 from ortools.sat.python import cp_model
-from optplan.deadline import Deadline
+from optplan.core.deadline import Deadline
 from optplan.solvers import cpsat
 m = cp_model.CpModel()
 xs = [m.new_int_var(0, 10 ** 5, f"x{i}") for i in range(2000)]

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from optplan import Buffer, OptplanError, Placement, Problem, ProblemError, planners, solve, validate
-from optplan.bounds import lower_bounds, peak_load
+from optplan import Buffer, OptplanError, Placement, Problem, ProblemError, registry, solve, validate
 from optplan.cli import main
+from optplan.core.bounds import lower_bounds, peak_load
+from optplan.core.buffer import INT64_MAX
 from optplan.formats import read_placements, read_problem
-from optplan.problem import INT64_MAX
 
 HEADER = "id,lower,upper,size\n"
 
@@ -127,12 +127,12 @@ def test_an_option_of_another_planner_is_fine_and_a_path_is_not_a_problem(tmp_pa
         solve(tmp_path / "A.csv")  # type: ignore[arg-type]
     with pytest.raises(OptplanError, match="unknown planner 'cpstat'; did you mean 'cpsat'"):
         solve(TINY, "cpstat")
-    assert planners.option_error("seed", 2**31 - 1) is None
+    assert registry.option_error("seed", 2**31 - 1) is None
 
 
 def test_every_checked_option_is_some_planners() -> None:
     # solve() knows these before the planners that take them are imported (compare imports the heuristics only)
-    assert set(planners._OPTIONS) <= set().union(*(planners.get(n).options for n in planners.names()))  # type: ignore[attr-defined]
+    assert set(registry._OPTIONS) <= set().union(*(registry.get(n).options for n in registry.names()))  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("argv, says", [

@@ -20,7 +20,7 @@ from executorch.exir.memory_planning import Verifier, collect_specs_from_nodes, 
 from executorch.exir.tensor import TensorSpec
 from executorch.runtime import Runtime
 
-from optplan.errors import OptplanError
+from optplan.core.errors import OptplanError
 from optplan.frontends.executorch import (
     MemoryConfig,
     make_algo,

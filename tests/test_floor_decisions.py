@@ -12,16 +12,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optplan import portfolio
-from optplan.bounds import lower_bounds
-from optplan.deadline import Deadline
-from optplan.incumbent import Incumbent
-from optplan.objective import Objective
-from optplan.plan import Status
-from optplan.planners import finish, solve
-from optplan.problem import Buffer, Memory, Problem
+from optplan.core.bounds import lower_bounds
+from optplan.core.buffer import Buffer, Memory
+from optplan.core.deadline import Deadline
+from optplan.core.objective import Objective
+from optplan.core.plan import Status
+from optplan.core.problem import Problem
+from optplan.parts import reduce
+from optplan.portfolio.incumbent import Incumbent
+from optplan.registry import finish, solve
 from optplan.search import engine
 from optplan.solvers.cpsat import Settings, part_peaks
-from optplan.solvers.reduce import reduce
 
 # every step holds 7 units, but no plan packs them in 7: the optimum is 8 (brute force, below)
 GADGET = [(0, 1, 5), (0, 2, 2), (1, 3, 3), (1, 3, 1), (2, 3, 1), (1, 4, 1), (2, 4, 1), (4, 5, 2), (3, 6, 5),

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from optplan import Buffer, Memory, Problem, RelativePlacement, solve, validate
-from optplan.errors import FormatError, ProblemError
+from optplan.core.errors import FormatError, ProblemError
 from optplan.formats import read_placements, read_problem, write_plan, write_problem
 
 INSTANCES = ["A", "B", "C", "D", "E"]

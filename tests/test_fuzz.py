@@ -13,11 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from optplan.bounds import lower_bounds
 from optplan.cli import _parser
-from optplan.errors import OptplanError
+from optplan.core.bounds import lower_bounds
+from optplan.core.buffer import Buffer
+from optplan.core.errors import OptplanError
+from optplan.core.problem import Problem
 from optplan.formats import read_placements, read_problem
-from optplan.problem import Buffer, Problem
 
 FUZZ = settings(max_examples=200, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

@@ -13,16 +13,18 @@ from brute_force import brute_force_optimum, tiny_problem
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from optplan import planners
-from optplan.bounds import lower_bounds
+from optplan import registry
 from optplan.cli import main
-from optplan.errors import FormatError, ProblemError
+from optplan.core.bounds import lower_bounds
+from optplan.core.buffer import Buffer, Gap, Memory, RelativePlacement
+from optplan.core.errors import FormatError, ProblemError
+from optplan.core.load import usage_curve
+from optplan.core.plan import Placement, Status, peaks
+from optplan.core.problem import Problem
+from optplan.core.validate import validate
 from optplan.formats import read_placements, read_problem, write_problem
 from optplan.formats.minimalloc_csv import plan_to_csv, problem_from_csv, problem_to_csv
 from optplan.formats.native_json import problem_from_json, problem_to_json
-from optplan.plan import Placement, Status, peaks, usage_curve
-from optplan.problem import Buffer, Gap, Memory, Problem, RelativePlacement
-from optplan.validate import validate
 
 HEURISTICS = ["naive", "peak-stack", "position-greedy", "greedy-size", "greedy-breadth", "greedy-conflicts", "linear-scan",
               "best-fit-heap", "first-fit-orders", "hill-climb", "recycle", "banked-greedy"]
@@ -184,7 +186,7 @@ def test_json_schema_checks_gap_entries() -> None:
 
 def test_plan_csv_carries_gaps_and_reads_back() -> None:
     p = problem_from_csv(HALF_OPEN)
-    plan = planners.solve(p, "greedy-size")
+    plan = registry.solve(p, "greedy-size")
     text = plan_to_csv(p, plan)
     assert text.splitlines()[0] == "id,lower,upper,size,gaps,offset"
     from optplan.formats.minimalloc_csv import placements_from_csv
@@ -216,7 +218,7 @@ def test_planners_count_offset_plus_size_under_a_window(name: str) -> None:
     # b (aligned to 4) at 0 and a's busy byte at 3 would be a peak of 9, not 4: a at 0, b at 4 is best (7)
     p = Problem((Buffer("a", 6, 0, 3, gaps=(Gap(0, 3, (0, 1)),)), Buffer("b", 3, 0, 3, alignment=4)))
     assert brute_force_optimum(p)[0] == 7
-    plan = planners.solve(p, name, time_limit=10, workers=1)
+    plan = registry.solve(p, name, time_limit=10, workers=1)
     assert plan.peak == {"mem": 7} and not validate(p, plan.placements)
 
 
@@ -233,7 +235,7 @@ def test_identical_windowed_units_stack_by_their_window(name: str) -> None:
     # each keeps one byte busy but reserves 6: offsets 0 and 1 give peak 7 (symmetry breaking
     # must not push them a whole buffer apart)
     p = Problem(tuple(Buffer(b, 6, 0, 3, gaps=(Gap(0, 3, (0, 1)),)) for b in ("a", "b")))
-    plan = planners.solve(p, name, time_limit=10, **({"workers": 1} if name == "cpsat" else {}))
+    plan = registry.solve(p, name, time_limit=10, **({"workers": 1} if name == "cpsat" else {}))
     assert plan.status is Status.OPTIMAL and plan.peak == {"mem": 7} == {"mem": brute_force_optimum(p)[0]}
 
 
@@ -253,7 +255,7 @@ def test_layout_draws_the_real_rectangles(tmp_path: Path, monkeypatch: pytest.Mo
 
     monkeypatch.setattr(matplotlib.collections, "PolyCollection", spy)
     p = Problem((Buffer("a", 4, 0, 6, gaps=(Gap(2, 4, (1, 3)),)),))
-    plan = planners.solve(p, "greedy-size")
+    plan = registry.solve(p, "greedy-size")
     draw_layout(p, plan.placements, PlanHeader.of(plan), tmp_path / "l.png")
     boxes = sorted((v[0][0], v[1][0], v[0][1], v[2][1]) for v in drawn)
     assert boxes == [(0, 2, 0, 4), (2, 4, 1, 3), (4, 6, 0, 4)]
@@ -276,7 +278,7 @@ def test_heuristics_on_gapped_problems_are_valid_or_honest(data) -> None:
         best = peaks(problem, brute[1])
         assert all(bound.lower[m] <= best[m] for m in problem.memory_names), (bound.lower, best)
     for name in HEURISTICS:
-        plan = planners.solve(problem, name, **({"iterations": 20} if name == "hill-climb" else {}))
+        plan = registry.solve(problem, name, **({"iterations": 20} if name == "hill-climb" else {}))
         if plan.found:
             assert not validate(problem, plan.placements)
             assert brute is not None and plan.objective_value >= brute[0], name
@@ -296,7 +298,7 @@ def test_exact_planners_reach_the_brute_force_optimum_with_gaps(name: str, examp
     def check(data) -> None:
         problem = gapped(data)
         reference = brute_force_optimum(problem)
-        plan = planners.solve(problem, name, time_limit=20, workers=1)  # options a planner lacks are dropped
+        plan = registry.solve(problem, name, time_limit=20, workers=1)  # options a planner lacks are dropped
         if reference is None:
             assert plan.status is Status.INFEASIBLE, (plan.status, plan.message)
             return
@@ -312,18 +314,18 @@ def test_auto_hands_gapped_parts_to_search(monkeypatch: pytest.MonkeyPatch) -> N
     import optplan.portfolio as portfolio
 
     calls = []
-    real = portfolio.planners.solve
+    real = portfolio.registry.solve
 
     def spy(problem, name, **options):
         calls.append(name)
         return real(problem, name, **options)
 
-    monkeypatch.setattr(portfolio.planners, "solve", spy)
+    monkeypatch.setattr(portfolio.registry, "solve", spy)
     # live load 13 < optimum 15, so no heuristic proves itself and the part goes to the exact stage
     p = Problem((Buffer("b0", 1, 2, 6), Buffer("b1", 3, 2, 6, gaps=(Gap(3, 4),)), Buffer("b2", 6, 3, 5),
                  Buffer("b3", 5, 0, 4), Buffer("b4", 4, 2, 3), Buffer("b5", 1, 5, 7)))
     assert lower_bounds(p).lower == {"mem": 13} and brute_force_optimum(p)[0] == 15
-    plan = planners.solve(p, "auto", time_limit=10, workers=1)
+    plan = registry.solve(p, "auto", time_limit=10, workers=1)
     assert plan.status is Status.OPTIMAL and plan.peak == {"mem": 15} and not validate(p, plan.placements)
     assert "search" in calls, (calls, plan.stats)
 

@@ -9,13 +9,14 @@ from brute_force import brute_force_optimum, tiny_problem
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from optplan import planners
+from optplan import registry
+from optplan.core.buffer import Buffer, Memory, RelativePlacement
+from optplan.core.plan import Status
+from optplan.core.problem import Problem
+from optplan.core.validate import validate
 from optplan.formats import read_problem
 from optplan.heuristics import orders
 from optplan.heuristics.packer import greedy, score
-from optplan.plan import Status
-from optplan.problem import Buffer, Memory, Problem, RelativePlacement
-from optplan.validate import validate
 
 HEURISTICS = ["naive", "peak-stack", "position-greedy", "greedy-size", "greedy-breadth", "greedy-conflicts", "linear-scan",
               "best-fit-heap", "first-fit-orders", "hill-climb", "recycle", "banked-greedy", "vela-staging",
@@ -24,7 +25,7 @@ OPTIONS = {"hill-climb": {"iterations": 30, "seed": 0}}
 
 
 def run(problem: Problem, name: str):
-    return planners.solve(problem, name, **OPTIONS.get(name, {}))
+    return registry.solve(problem, name, **OPTIONS.get(name, {}))
 
 
 def offsets(plan) -> dict[str, int]:
@@ -36,7 +37,7 @@ def buffers(*rows: tuple[str, int, int, int]) -> tuple[Buffer, ...]:
 
 
 def test_registered_in_issue_order():
-    names = planners.names()
+    names = registry.names()
     assert names[: len(HEURISTICS)] == HEURISTICS
 
 
@@ -139,8 +140,8 @@ def test_first_fit_orders_keeps_the_best_order():
 
 def test_hill_climb_is_deterministic_and_not_worse_than_its_start(shared):
     p = read_problem(shared / "minimalloc" / "A.1048576.csv")
-    a = planners.solve(p, "hill-climb", iterations=25, seed=3)
-    b = planners.solve(p, "hill-climb", iterations=25, seed=3)
+    a = registry.solve(p, "hill-climb", iterations=25, seed=3)
+    b = registry.solve(p, "hill-climb", iterations=25, seed=3)
     assert a.placements == b.placements and a.stats["iterations"] == 25
     assert a.peak["mem"] <= run(p, "greedy-size").peak["mem"]
 
@@ -256,7 +257,7 @@ def test_benchmark_heuristics_valid_on_real_instances(shared):
     for path in (shared / "minimalloc" / "A.1048576.csv", shared / "idealloc" / "resnet50.csv"):
         p = read_problem(path)
         for name in HEURISTICS:
-            plan = planners.solve(p, name, iterations=2)  # hill-climb: 3 start orders + 2 steps
+            plan = registry.solve(p, name, iterations=2)  # hill-climb: 3 start orders + 2 steps
             assert plan.found, (path.name, name)
             assert plan.peak["mem"] >= plan.lower_bound["mem"]
     # at MiniMalloc's capacity a plan must pack perfectly at the peak: heuristics miss it, and
@@ -327,7 +328,7 @@ def test_hill_climb_known_answer():
     p = Problem((Buffer("a", 3, 4, 6), Buffer("b", 3, 2, 3), Buffer("c", 3, 2, 4), Buffer("d", 3, 1, 3),
                  Buffer("e", 4, 3, 6), Buffer("f", 4, 1, 2)))
     assert run(p, "greedy-size").peak["mem"] == 10
-    plan = planners.solve(p, "hill-climb", iterations=50, seed=0)
+    plan = registry.solve(p, "hill-climb", iterations=50, seed=0)
     assert plan.peak["mem"] == 9 and plan.status is Status.OPTIMAL
 
 
@@ -358,16 +359,16 @@ def test_peak_stack_packs_the_peak_step_without_a_hole(rows):
 
 
 def test_a_plan_at_the_bound_ends_the_heuristic_stage():
-    from optplan.deadline import Deadline
+    from optplan.core.deadline import Deadline
     from optplan.heuristics.run import run_heuristics
 
     p = Problem(buffers(("a", 4, 2, 3), ("b", 3, 3, 5), ("c", 4, 4, 5), ("d", 3, 1, 4), ("e", 3, 0, 2)))
     plans, errors = run_heuristics(p, Deadline(30.0), workers=1)
     assert [q.planner for q in plans] == ["naive", "peak-stack"] and plans[1].status is Status.OPTIMAL
-    assert set(errors) == set(planners.heuristic_names()) - {"naive", "peak-stack"}
+    assert set(errors) == set(registry.heuristic_names()) - {"naive", "peak-stack"}
     assert all(why == "not run: peak-stack's plan is optimal" for why in errors.values())
     plans, errors = run_heuristics(p, Deadline(30.0, True), workers=1)  # deterministic: every one, whoever ends first
-    assert [q.planner for q in plans] == planners.heuristic_names() and not errors
+    assert [q.planner for q in plans] == registry.heuristic_names() and not errors
 
 
 def test_pilot_order_ties_keep_the_given_order():
@@ -375,10 +376,10 @@ def test_pilot_order_ties_keep_the_given_order():
     from optplan.heuristics.run import improving, pilot_order
 
     p = Problem(tuple(Buffer(f"b{i}", 1 + i % 3, i, i + 1) for i in range(40)))  # one buffer per step
-    names = [n for n in planners.heuristic_names() if not improving(n)]
+    names = [n for n in registry.heuristic_names() if not improving(n)]
     for order in (names, names[::-1]):
         got = pilot_order(p, order)
-        value = {n: planners.solve(p, n).objective_value for n in order}
+        value = {n: registry.solve(p, n).objective_value for n in order}
         assert got == sorted(order, key=lambda n: (value[n], order.index(n)))
         assert value[got[0]] == 3 and value[got[-1]] > 3  # 3: the bound (naive and recycle do not reuse it all)
 
@@ -388,8 +389,8 @@ def test_pilot_order_ties_keep_the_given_order():
 def test_hill_climb_reads_the_peak_units_off_the_arrays_as_off_placements(rows, rnd):
     import numpy as np
 
+    from optplan.core.plan import Layout
     from optplan.heuristics.hill_climb import _peak_units
-    from optplan.plan import Layout
 
     cols = [np.array(c, np.int64) for c in zip(*[(s, s + n, z) for s, n, z in rows])]
     p = Problem.from_columns([f"b{i}" for i in range(len(rows))], *cols)

@@ -1,4 +1,4 @@
-"""optplan.jit: numba never compiles inside a time limit; without compiled kernels a planner keeps its limit."""
+"""optplan.core.jit: numba never compiles inside a time limit; without compiled kernels a planner keeps its limit."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from optplan import jit
-from optplan.deadline import Deadline
+from optplan.core import jit
+from optplan.core.buffer import Buffer
+from optplan.core.deadline import Deadline
+from optplan.core.problem import Problem
+from optplan.core.validate import validate
 from optplan.formats import read_placements, read_problem, write_problem
-from optplan.problem import Buffer, Problem
-from optplan.validate import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,7 +37,7 @@ def test_warmup_compiles_every_group() -> None:
 def test_compiled_reads_numbas_disk_cache(tmp_path: Path) -> None:
     """In a fresh process nothing is loaded: ``compiled`` reads numba's on-disk index, True for the
     warm cache and False for an empty one (so numba's internals did not move under jit._cached)."""
-    code = ["-c", "from optplan import jit; print(all(jit.compiled(g) for g in jit.GROUPS))"]
+    code = ["-c", "from optplan.core import jit; from optplan.warmup import groups; print(all(jit.compiled(g) for g in groups()))"]
     assert _python(code).stdout.strip() == "True"
     assert _python(code, cache=tmp_path).stdout.strip() == "False"
 
@@ -117,3 +118,25 @@ def test_compare_says_once_that_it_ran_without_kernels(tmp_path: Path) -> None:
                    cache=tmp_path / "cache")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("numba kernels not compiled (") == 1 and "`optplan warmup`" in proc.stdout
+
+
+def test_key_cache_notices_a_change_in_a_called_file(tmp_path: Path) -> None:
+    """A kernel calling a kernel of another file: after that file changes, a new process compiles
+    anew (keyed by the whole call graph); numba alone would load the stale machine code."""
+    (tmp_path / "callee.py").write_text("from numba import njit\n@njit(cache=True)\ndef f(x):\n    return x + 1\n")
+    (tmp_path / "caller.py").write_text(
+        "import os\nfrom optplan.core import jit\n"
+        "jit.key_cache(__file__, [os.path.join(os.path.dirname(__file__), 'callee.py')])\n"
+        "from numba import njit\nfrom callee import f\n"
+        "@njit(cache=True)\ndef g(x):\n    return f(x) * 10\n")
+
+    def run() -> str:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
+        env.pop("NUMBA_CACHE_DIR", None)
+        return subprocess.run([sys.executable, "-c", "import caller; print(caller.g(1))"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300).stdout.strip()
+
+    assert run() == "20"
+    assert run() == "20"  # from the cache
+    (tmp_path / "callee.py").write_text("from numba import njit\n@njit(cache=True)\ndef f(x):\n    return x + 2\n")
+    assert run() == "30"

@@ -14,11 +14,12 @@ import pytest
 
 psutil = pytest.importorskip("psutil")
 
-from optplan import planners
-from optplan.deadline import Deadline
+from optplan import registry
+from optplan.core.buffer import Buffer
+from optplan.core.deadline import Deadline
+from optplan.core.problem import Problem
+from optplan.core.validate import validate
 from optplan.formats import read_placements, read_problem
-from optplan.problem import Buffer, Problem
-from optplan.validate import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 STARTUP_CPU = 2.5  # CPU seconds to import optplan and read minimalloc/D (measured 2.1 s)
@@ -127,7 +128,7 @@ def test_time_limits_hold_on_a_big_generated_instance(name: str) -> None:
     longer than that to build, so it is not built, and the plan says so."""
     p = _generated(1000)
     t0 = time.perf_counter()
-    plan = planners.solve(p, name, time_limit=2.0)
+    plan = registry.solve(p, name, time_limit=2.0)
     assert time.perf_counter() - t0 <= 2.0 + 1.0 + 4.0
     if name == "cpsat":  # building its model takes most of the 2 s: a plan is not promised, the truth is
         assert plan.found or "time limit reached" in plan.message
@@ -143,7 +144,7 @@ def test_cpsat_deterministic_runs_repeat_on_a_hard_instance(shared) -> None:
     """Issue 19 item 7: minimalloc/D, seed 1, gave two different peaks. (At this budget, 0.1 of
     CP-SAT's deterministic second, the answer may be no plan; it must be the same one.)"""
     p = read_problem(shared / "minimalloc" / "D.1048576.csv")
-    a, b = (planners.solve(p, "cpsat", time_limit=1.0, workers=2, seed=1, deterministic=True) for _ in range(2))
+    a, b = (registry.solve(p, "cpsat", time_limit=1.0, workers=2, seed=1, deterministic=True) for _ in range(2))
     assert (a.status, a.peak, a.placements) == (b.status, b.peak, b.placements)
     assert "deterministic_wall_capped" not in a.stats
 
@@ -152,17 +153,17 @@ def test_pure_python_passes_stop_at_their_deadline(monkeypatch: pytest.MonkeyPat
     """Passes that run long in Python poll the planner's deadline (deadline.current()) and say what
     was cut: first fit's later orders, and while the kernels are not compiled the reference packer
     and the staging heuristics' packing. Without the polling each would return a plan."""
-    from optplan import jit
+    from optplan.core import jit
 
     p = _generated(4000)
-    plan = planners.solve(p, "first-fit-orders", time_limit=1e-3)
+    plan = registry.solve(p, "first-fit-orders", time_limit=1e-3)
     assert plan.found and plan.stats["cut"] == "orders area, length, start not tried"
     monkeypatch.setattr(jit, "_usable", {})
     monkeypatch.setattr(jit, "compiled", lambda group: group != "heuristics")  # as if never compiled
-    plan = planners.solve(p, "greedy-size", time_limit=1e-3)
+    plan = registry.solve(p, "greedy-size", time_limit=1e-3)
     assert plan.status.value == "UNKNOWN" and plan.stats["cut"] == "placing 256 of 4000 units"
     assert plan.stats["jit"]["not_compiled"] == ["heuristics"]
-    plan = planners.solve(p, "vela-staging", time_limit=1e-3)  # (compiled, it packs in one kernel call)
+    plan = registry.solve(p, "vela-staging", time_limit=1e-3)  # (compiled, it packs in one kernel call)
     assert plan.status.value == "UNKNOWN" and plan.stats["cut"] == "packing 'mem'" and "time limit reached" in plan.message
 
 
@@ -170,18 +171,18 @@ def test_auto_without_kernels_starts_no_heuristic_after_its_share(monkeypatch: p
     """No compiled kernels (pure-Python packing) and a limit too short for the heuristics: the first
     runs (auto needs a plan), the others are not started and the plan lists them. (With compiled
     kernels every one runs: auto is never worse than any of them, test_portfolio.)"""
-    from optplan import jit
+    from optplan.core import jit
 
     monkeypatch.setattr(jit, "_usable", {})
     monkeypatch.setattr(jit, "compiled", lambda group: group != "heuristics")
-    plan = planners.solve(_generated(4000), "auto", time_limit=1e-3, workers=1)
+    plan = registry.solve(_generated(4000), "auto", time_limit=1e-3, workers=1)
     assert plan.found and validate(_generated(4000), plan.placements) == []
     skipped = plan.stats["heuristics_not_run"]
     assert skipped and all(why.startswith("not run: time limit reached") or why.startswith("skipped") for why in skipped.values())
 
 
 def _two_memories(n: int) -> Problem:
-    from optplan.problem import Memory
+    from optplan.core.buffer import Memory
 
     p = _generated(n)
     return Problem(p.buffers, (Memory("fast", 4 * max(b.size for b in p.buffers)), Memory("slow")))
@@ -211,7 +212,7 @@ def test_a_heuristic_pass_that_outlasts_the_deadline_is_killed_and_the_earlier_p
     ``auto`` answers with the best of them, validated, and says which heuristic was stopped."""
     from optplan.heuristics import run
 
-    solve = planners.solve
+    solve = registry.solve
 
     def slow(problem, name, **options):
         if name == "position-greedy":
@@ -221,7 +222,7 @@ def test_a_heuristic_pass_that_outlasts_the_deadline_is_killed_and_the_earlier_p
     p = _generated(400)
     monkeypatch.setattr(run, "APART_UNITS", 0)
     monkeypatch.setattr(run, "heuristic_names", lambda: ["naive", "position-greedy", "greedy-size"])
-    monkeypatch.setattr(planners, "solve", slow)
+    monkeypatch.setattr(registry, "solve", slow)
     plans, errors = run.run_heuristics(p, Deadline(3.0), workers=1, improve=False)
     assert [q.planner for q in plans] == ["naive"] and validate(p, plans[0].placements) == []
     stopped = "time limit reached before it ended (stopped with the heuristics' process)"
@@ -237,7 +238,7 @@ def test_a_deterministic_deadline_still_knows_the_wall_time_of_its_limit(monkeyp
     """``wall_left``: the guard that keeps a deterministic run near its limit's wall time counts from
     the root's making, for every part (whatever deterministic seconds they were given) unless a part
     sets a sooner one, and is 0 once cancelled; a deadline without a limit has no end."""
-    from optplan import deadline
+    from optplan.core import deadline
 
     monkeypatch.setattr(deadline, "GUARD_SLACK", 0.0)  # the guard as the CLI has it (conftest turns it off)
     root = Deadline(100.0, deterministic=True)
@@ -255,7 +256,7 @@ def test_past_its_wall_guard_a_deterministic_deadline_is_over_and_says_so(monkey
     """Deterministic seconds left, but the limit's wall time is up: ``left()`` is 0 (every loop that
     polls it stops) and the root records it (the registry then reports that the answer may not
     repeat); GUARD_SLACK inf: no guard."""
-    from optplan import deadline
+    from optplan.core import deadline
 
     monkeypatch.setattr(deadline, "GUARD_SLACK", 0.0)
     root = Deadline(100.0, deterministic=True)
@@ -277,7 +278,7 @@ def test_when_no_heuristic_finishes_in_time_one_runs_here_to_its_end(monkeypatch
 
     from optplan.heuristics import run
 
-    solve, parent = planners.solve, os.getpid()
+    solve, parent = registry.solve, os.getpid()
 
     def stuck(problem, name, **options):
         if os.getpid() != parent:  # every pass in the heuristics' process outlasts the deadline
@@ -287,7 +288,7 @@ def test_when_no_heuristic_finishes_in_time_one_runs_here_to_its_end(monkeypatch
     p = _generated(400)
     monkeypatch.setattr(run, "APART_UNITS", 0)
     monkeypatch.setattr(run, "heuristic_names", lambda: names)
-    monkeypatch.setattr(planners, "solve", stuck)
+    monkeypatch.setattr(registry, "solve", stuck)
     plans, errors = run.run_heuristics(p, Deadline(1.0), workers=2, improve=False)
     here = "peak-stack" if "peak-stack" in names else "naive"
     assert [q.planner for q in plans] == [here] and plans[0].found and validate(p, plans[0].placements) == []

@@ -13,23 +13,17 @@ from brute_force import brute_force_optimum
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
-from optplan import planners
+from optplan import registry
 from optplan.cli import main
-from optplan.errors import FormatError, OptplanError
+from optplan.core.buffer import Buffer, Memory, RelativePlacement
+from optplan.core.errors import FormatError, OptplanError, ProblemError
+from optplan.core.plan import Status
+from optplan.core.problem import Problem, objective_weights
+from optplan.core.validate import validate
 from optplan.formats import read_placements, read_problem
-from optplan.plan import Status
-from optplan.problem import (
-    Buffer,
-    Memory,
-    Problem,
-    ProblemError,
-    RelativePlacement,
-    objective_weights,
-)
+from optplan.formats.lp_io import export_model, import_solution, read_solution
+from optplan.parts import reduce
 from optplan.solvers import milp
-from optplan.solvers.lp_io import export_model, import_solution, read_solution
-from optplan.solvers.reduce import reduce
-from optplan.validate import validate
 
 
 @st.composite
@@ -81,22 +75,22 @@ def _check_against_brute_force(problem: Problem, plan) -> None:
           suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(problems())
 def test_cbc_optimum_equals_brute_force_and_cpsat(problem: Problem) -> None:
-    mip = planners.solve(problem, "milp-cbc", warm_start=False)  # the MIP alone finds and proves it
+    mip = registry.solve(problem, "milp-cbc", warm_start=False)  # the MIP alone finds and proves it
     _check_against_brute_force(problem, mip)
-    cp = planners.solve(problem, "cpsat")
+    cp = registry.solve(problem, "cpsat")
     assert (cp.status, cp.objective_value) == (mip.status, mip.objective_value), f"CP-SAT disagrees: {cp.message}"
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(problems())
 def test_highs_optimum_equals_brute_force(problem: Problem) -> None:
-    _check_against_brute_force(problem, planners.solve(problem, "milp-highs", warm_start=False))
+    _check_against_brute_force(problem, registry.solve(problem, "milp-highs", warm_start=False))
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(problems())
 def test_warm_started_cbc_equals_brute_force(problem: Problem) -> None:
-    _check_against_brute_force(problem, planners.solve(problem, "milp-cbc"))  # as shipped
+    _check_against_brute_force(problem, registry.solve(problem, "milp-cbc"))  # as shipped
 
 
 def test_a_weight_0_memory_does_not_cut_off_the_optimum() -> None:
@@ -104,11 +98,11 @@ def test_a_weight_0_memory_does_not_cut_off_the_optimum() -> None:
     claim OPTIMAL with b0 in m0 (m0 peak 4) where b0 fits above b2 in m1 (m0 peak 3)."""
     p = Problem((Buffer("b0", 1, 0, 1), Buffer("b1", 3, 0, 1), Buffer("b2", 3, 0, 1, alignment=2)),
                 (Memory("m0"), Memory("m1", capacity=4, weight=0)))
-    plan = planners.solve(p, "milp-cbc", warm_start=False)
+    plan = registry.solve(p, "milp-cbc", warm_start=False)
     _check_against_brute_force(p, plan)
     assert plan.peak["m0"] == 3
     alone = Problem((Buffer("b0", 1, 0, 1, blocked=("m0",)),), (Memory("m0"), Memory("m1", capacity=4, weight=0)))
-    _check_against_brute_force(alone, planners.solve(alone, "milp-cbc", warm_start=False))  # offset in no row
+    _check_against_brute_force(alone, registry.solve(alone, "milp-cbc", warm_start=False))  # offset in no row
 
 
 def _fragmented() -> Problem:
@@ -120,15 +114,15 @@ def _fragmented() -> Problem:
 @pytest.mark.parametrize("name", ["milp-cbc", "milp-highs"])
 def test_proves_infeasible_where_bounds_and_heuristics_cannot(name: str) -> None:
     p = _fragmented()
-    assert planners.solve(p, "greedy-size").status == Status.UNKNOWN
-    plan = planners.solve(p, name)
+    assert registry.solve(p, "greedy-size").status == Status.UNKNOWN
+    plan = registry.solve(p, name)
     assert plan.status == Status.INFEASIBLE
     assert "proved" in plan.message
 
 
 def test_feasible_objective_returns_a_plan_within_capacities() -> None:
     p = Problem((Buffer("a", 4, 0, 2), Buffer("b", 4, 1, 3), Buffer("c", 8, 2, 4)), (Memory("mem", capacity=12),))
-    plan = planners.solve(p, "milp-cbc", objective="feasible", warm_start=False)
+    plan = registry.solve(p, "milp-cbc", objective="feasible", warm_start=False)
     assert plan.found and plan.peak["mem"] <= 12
 
 
@@ -136,12 +130,12 @@ def test_weighted_memories_fill_the_cheap_one_first() -> None:
     # default weights: the slow memory's bytes cost more than any amount of fast bytes
     p = Problem((Buffer("a", 6, 0, 2), Buffer("b", 6, 1, 3), Buffer("c", 6, 0, 3)),
                 (Memory("fast", capacity=12), Memory("slow")))
-    plan = planners.solve(p, "milp-cbc", warm_start=False, objective="weighted")
+    plan = registry.solve(p, "milp-cbc", warm_start=False, objective="weighted")
     assert plan.status == Status.OPTIMAL
     assert plan.peak == {"fast": 12, "slow": 6}
     w = objective_weights(p)
     assert plan.objective_value == w["fast"] * 12 + w["slow"] * 6
-    plan = planners.solve(p, "milp-cbc", warm_start=False)  # fast-first (the default here): the same peaks
+    plan = registry.solve(p, "milp-cbc", warm_start=False)  # fast-first (the default here): the same peaks
     assert plan.status == Status.OPTIMAL and str(plan.objective) == "fast-first" and plan.peak == {"fast": 12, "slow": 6}
 
 
@@ -154,7 +148,7 @@ def test_huge_default_weights_are_solved_lexicographically(tmp_path: Path) -> No
     part = reduce(p).parts[0]
     assert milp.build_model(part).stages == ("slow", "fast", milp.LOST_STAGE)  # then min-peak's tie-break
     for name in ("milp-cbc", "milp-highs"):
-        plan = planners.solve(p, name, time_limit=30)
+        plan = registry.solve(p, name, time_limit=30)
         assert plan.status == Status.OPTIMAL, plan.message
         assert plan.peak == {"slow": big + 7, "fast": 2 * big + 4}
     with pytest.raises(OptplanError, match="one memory at a time"):
@@ -168,7 +162,7 @@ def test_least_offsets_of_the_solution_order_survive_imprecise_printed_offsets()
     big = 10**9
     p = Problem((Buffer("a", big + 1, 0, 2), Buffer("b", big + 3, 1, 3), Buffer("c", 7, 0, 3)))
     part = reduce(p).parts[0]
-    plan = planners.solve(p, "greedy-size")
+    plan = registry.solve(p, "greedy-size")
     choices = part.choices(plan.placements)
     model = milp.build_model(part, "min-peak", choices)
     values = {v.name: v.varValue for v in model.lp.variables()}
@@ -181,11 +175,11 @@ def test_least_offsets_of_the_solution_order_survive_imprecise_printed_offsets()
 
 def test_time_limit_keeps_the_heuristic_plan_and_reports_the_mip_bound(shared: Path) -> None:
     p = read_problem(shared / "minimalloc" / "A.1048576.csv")
-    plan = planners.solve(p, "milp-cbc", time_limit=10)
+    plan = registry.solve(p, "milp-cbc", time_limit=10)
     assert plan.status == Status.FEASIBLE  # nobody proves A optimal in 10 s
     assert plan.seconds < 10 + 2.5  # CBC is stopped (SIGINT, then SIGKILL) if it overruns
     assert "time limit" in plan.message
-    assert plan.objective_value <= planners.solve(p, "greedy-size").objective_value  # one of the warm starts
+    assert plan.objective_value <= registry.solve(p, "greedy-size").objective_value  # one of the warm starts
     assert plan.gap is not None and plan.gap > 0
     run = plan.stats["mip_runs"][0]
     if run["mip_status"] == "Stopped on time limit":  # not killed (a loaded machine can delay CBC's checks)
@@ -198,7 +192,7 @@ def test_warm_start_values_satisfy_the_model() -> None:
                  Buffer("d", 6, 2, 5), Buffer("e", 2, 0, 5, allowed=("slow",))),
                 (Memory("fast", capacity=12, alignment=2), Memory("slow")),
                 (RelativePlacement("c", "d", -2),))
-    plan = planners.solve(p, "greedy-size")
+    plan = registry.solve(p, "greedy-size")
     red = reduce(p)
     for part in red.parts:
         choices = part.choices(plan.placements)
@@ -287,11 +281,11 @@ def test_a_deterministic_mip_stopped_by_its_wall_cap_keeps_the_warm_start_every_
     root: CBC spent 32 s there) is killed and its answer dropped: the heuristic warm start is the
     plan, the same on every capped run, and the plan says it was capped (SIGINT let CBC hand over
     whatever it had reached by then)."""
-    from optplan.deadline import Deadline
+    from optplan.core.deadline import Deadline
 
     p = read_problem(shared / "minimalloc" / "A.1048576.csv")
     monkeypatch.setattr(milp, "MIP_WALL_CAP", (0.0, 0.8))
-    plans = [planners.solve(p, solver, time_limit=5, deterministic=True, seed=1) for _ in range(2)]
+    plans = [registry.solve(p, solver, time_limit=5, deterministic=True, seed=1) for _ in range(2)]
     warm = milp.best_heuristic(p, Deadline(None))
     for plan in plans:
         assert plan.stats["deterministic_wall_capped"] == 1 and milp.CAPPED in plan.stats["mip_status"]
@@ -307,7 +301,7 @@ def test_a_mip_that_would_not_fit_in_memory_is_refused_in_one_line(shared, monke
     monkeypatch.setattr(milp, "available_memory", lambda: 1 << 20)
     path = shared / "minimalloc" / "A.1048576.csv"
     with pytest.raises(OptplanError, match=r"would have about [\d,]+ disjunctive pairs and need about"):
-        planners.solve(read_problem(path), solver, time_limit=5)
+        registry.solve(read_problem(path), solver, time_limit=5)
     assert main(["solve", str(path), "--planner", solver, "--time-limit", "5"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "GiB available" in err[0]

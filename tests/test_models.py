@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from optplan import planners
-from optplan.bounds import lower_bounds, peak_load
+from optplan import registry
+from optplan.core.bounds import lower_bounds, peak_load
 from optplan.formats import read_problem
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
@@ -60,7 +60,7 @@ def test_readme_table_lists_every_network_with_its_numbers():
 @pytest.mark.parametrize("name", NAMES)
 def test_greedy_plans_every_network_above_its_bound(name):
     p = read_problem(MODELS / f"{name}.json")
-    plan = planners.solve(p, "greedy-size")
+    plan = registry.solve(p, "greedy-size")
     assert plan.found and plan.peak["mem"] >= plan.lower_bound["mem"] > 0
 
 

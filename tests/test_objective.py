@@ -1,4 +1,4 @@
-"""The typed Objective (optplan.objective): min-peak with its tie-break, fast-first, weighted,
+"""The typed Objective (optplan.core.objective): min-peak with its tie-break, fast-first, weighted,
 feasible; exact planners against the brute force (every assignment of buffers to memories,
 packed exactly) for each; the report of a two-memory plan and of an infeasible one."""
 
@@ -10,16 +10,17 @@ import random
 import pytest
 from brute_force import brute_force_optimum
 
-from optplan import planners
+from optplan import registry
 from optplan.cli import main
-from optplan.errors import OptplanError
+from optplan.core.buffer import Buffer, Memory
+from optplan.core.errors import OptplanError
+from optplan.core.objective import Goal, Objective
+from optplan.core.plan import Status
+from optplan.core.problem import Problem
+from optplan.formats.memspec import parse_memory, parse_size
 from optplan.formats.minimalloc_csv import problem_from_csv
 from optplan.formats.native_json import problem_from_json, problem_to_json
 from optplan.heuristics.run import improving
-from optplan.memspec import parse_memory, parse_size
-from optplan.objective import Goal, Objective
-from optplan.plan import Status
-from optplan.problem import Buffer, Memory, Problem
 
 KIB = 1024
 
@@ -49,10 +50,10 @@ def test_issue_example_min_peak_and_fast_first(planner: str) -> None:
     """min-peak without the tie-break left SRAM idle over [3, 5); with it s goes there.
     fast-first keeps q (4 KiB) rather than p (1 KiB) in SRAM."""
     p = issue_example()
-    plan = planners.solve(p, planner, objective="min-peak", time_limit=20)
+    plan = registry.solve(p, planner, objective="min-peak", time_limit=20)
     assert plan.status is Status.OPTIMAL, plan.message
     assert where(plan) == {"g": "dram", "p": "sram", "q": "dram", "s": "sram"}
-    plan = planners.solve(p, planner, objective="fast-first", time_limit=20)
+    plan = registry.solve(p, planner, objective="fast-first", time_limit=20)
     assert plan.status is Status.OPTIMAL, plan.message
     assert where(plan) == {"g": "dram", "p": "dram", "q": "sram", "s": "sram"}
     assert plan.gap == 0.0
@@ -69,7 +70,7 @@ def test_issue_example_scaled_down_matches_the_brute_force() -> None:
     for goal, memories in expected.items():
         value, placements = brute_force_optimum(p, objective=goal)
         assert {b: pl.memory for b, pl in placements.items()} == memories
-        plan = planners.solve(p, "cpsat", objective=goal, time_limit=10)
+        plan = registry.solve(p, "cpsat", objective=goal, time_limit=10)
         assert plan.status is Status.OPTIMAL and plan.objective_value == value and where(plan) == memories
     weighted, _ = brute_force_optimum(p, objective="weighted")
     assert Objective.parse("weighted").split(p, weighted)[0] == Objective.parse("min-peak").split(
@@ -78,7 +79,7 @@ def test_issue_example_scaled_down_matches_the_brute_force() -> None:
 
 def test_weighted_has_no_tie_break() -> None:
     p = issue_example()
-    plan = planners.solve(p, "greedy-size", objective="weighted")
+    plan = registry.solve(p, "greedy-size", objective="weighted")
     assert plan.objective.goal is Goal.WEIGHTED and plan.objective_value == plan.objective.value(p, plan.placements)
 
 
@@ -103,7 +104,7 @@ def test_exact_planners_match_the_brute_force(goal: str, planner: str) -> None:
     for _ in range(6):
         p = random_hierarchy(rng)
         reference = brute_force_optimum(p, objective=goal)
-        plan = planners.solve(p, planner, objective=goal, time_limit=20, workers=1)
+        plan = registry.solve(p, planner, objective=goal, time_limit=20, workers=1)
         if reference is None:
             assert plan.status is Status.INFEASIBLE, (plan.status, plan.message)
             continue
@@ -118,8 +119,8 @@ def test_heuristics_never_beat_nor_falsely_prove(goal: str) -> None:
     for _ in range(6):
         p = random_hierarchy(rng)
         reference = brute_force_optimum(p, objective=goal)
-        for name in planners.heuristic_names():
-            plan = planners.solve(p, name, objective=goal)
+        for name in registry.heuristic_names():
+            plan = registry.solve(p, name, objective=goal)
             if not plan.found:
                 continue
             assert reference is not None and plan.objective_value >= reference[0], name
@@ -183,10 +184,10 @@ def test_auto_warm_start_is_judged_by_the_requested_objective(goal: str) -> None
     """The issue's example defaults to fast-first; asked for another objective, auto's heuristic
     plans (its warm start) carry their value under the requested one, not the default's."""
     p = issue_example()
-    plan = planners.solve(p, "auto", objective=goal, time_limit=10, workers=1)
+    plan = registry.solve(p, "auto", objective=goal, time_limit=10, workers=1)
     assert plan.objective.goal is Goal(goal)
     values = {n: v for n, v in plan.stats["heuristics"].items() if not improving(n)}  # hill-climb's depends on time
-    assert values and all(v == planners.solve(p, name, objective=goal).objective_value for name, v in values.items())
+    assert values and all(v == registry.solve(p, name, objective=goal).objective_value for name, v in values.items())
 
 
 @pytest.mark.parametrize("goal", ["min-peak", "fast-first"])
@@ -203,7 +204,7 @@ def test_cpsat_staged_objective_matches_the_brute_force(goal: str, monkeypatch) 
     for _ in range(6):
         p = random_hierarchy(rng)
         reference = brute_force_optimum(p, objective=goal)
-        plan = planners.solve(p, "cpsat", objective=goal, time_limit=20, workers=1)
+        plan = registry.solve(p, "cpsat", objective=goal, time_limit=20, workers=1)
         if reference is None:
             assert plan.status is Status.INFEASIBLE
             continue
@@ -213,12 +214,12 @@ def test_cpsat_staged_objective_matches_the_brute_force(goal: str, monkeypatch) 
 
 def _plan_with(p: Problem, where_: dict[str, tuple[str, int]]):
     """The issue's example with placements given (memory, offset), judged fast-first, with the most
-    benefit SRAM can keep proven (6 KiB: q and s; the L of ``optplan.objective``, DRAM's tier weight 1)."""
-    from optplan.plan import Placement
+    benefit SRAM can keep proven (6 KiB: q and s; the L of ``optplan.core.objective``, DRAM's tier weight 1)."""
+    from optplan.core.plan import Placement
 
     lost = sum(b.gain for b in p.buffers) - 6 * KIB
     placements = {b: Placement(m, o) for b, (m, o) in where_.items()}
-    return planners.finish(p, planners.Result(placements, lost_bound=lost), "given", 0.0)
+    return registry.finish(p, registry.Result(placements, lost_bound=lost), "given", 0.0)
 
 
 def test_gap_names_its_quantity_so_a_better_plan_is_not_read_as_worse(csv_problem, capsys, monkeypatch) -> None:
@@ -234,9 +235,9 @@ def test_gap_names_its_quantity_so_a_better_plan_is_not_read_as_worse(csv_proble
 
     assert gap_words(p, short) == "benefit gap 100.00%"  # 6 KiB possible, 3 KiB kept
     assert gap_words(p, better).startswith("dram peak gap ")
-    optimal = planners.solve(p, "cpsat", time_limit=20)
+    optimal = registry.solve(p, "cpsat", time_limit=20)
     assert optimal.status is Status.OPTIMAL and optimal.gap_of is None and gap_words(p, optimal) == "gap 0.00%"
-    monkeypatch.setattr(planners, "solve", lambda *a, **k: better)
+    monkeypatch.setattr(registry, "solve", lambda *a, **k: better)
     assert main(["solve", str(csv_problem), "--memory", "sram:4KiB", "--memory", "dram"]) == 0
     assert "(dram peak gap 401.02%)" in capsys.readouterr().out
     assert main(["solve", str(csv_problem), "--memory", "sram:4KiB", "--memory", "dram", "--json"]) == 0

@@ -17,10 +17,10 @@ ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto as T
 from onnx import helper as h
 
-from optplan import planners
-from optplan.bounds import lower_bounds, peak_load
+from optplan import registry
 from optplan.cli import main
-from optplan.errors import OptplanError
+from optplan.core.bounds import lower_bounds, peak_load
+from optplan.core.errors import OptplanError
 from optplan.formats import read_problem
 from optplan.frontends.onnx_model import extract_onnx, infer_shapes
 
@@ -56,7 +56,7 @@ def test_relu_relu_add_relu_peaks_at_three_tensors():
     assert _load(p) == lower_bounds(p).lower["mem"] == 3 * 65536
     # benefit: size x (one write + one read per consumer); the caller reads y
     assert {b.id: b.benefit // F for b in p.buffers} == {"x": 2, "a": 3, "b": 2, "c": 2, "y": 2}
-    assert planners.solve(p, "auto", time_limit=5).peak["mem"] == 3 * 65536
+    assert registry.solve(p, "auto", time_limit=5).peak["mem"] == 3 * 65536
 
 
 def test_views_alias_their_input_unless_asked_for_copies():

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from optplan import planners
+from optplan import registry
 from optplan.cli import main
-from optplan.errors import FormatError
+from optplan.core.buffer import Buffer, Memory
+from optplan.core.errors import FormatError
+from optplan.core.problem import Problem
+from optplan.core.validate import validate
 from optplan.formats import output, read_placements, write_problem
-from optplan.problem import Buffer, Memory, Problem
-from optplan.validate import validate
 
 REPO = Path(__file__).resolve().parents[1]
 ONE = Problem((Buffer("a", 4, 0, 2), Buffer("b", 8, 1, 3), Buffer("c", 4, 2, 4)))
@@ -36,9 +37,9 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every command's expensive step fails the test if it is reached."""
     def reached(*args: object, **kwargs: object) -> None:
         raise AssertionError("the work started before the output path was checked")
-    monkeypatch.setattr(planners, "solve", reached)
-    monkeypatch.setattr("optplan.solvers.lp_io.export_model", reached)
-    monkeypatch.setattr("optplan.solvers.lp_io.import_solution", reached)
+    monkeypatch.setattr(registry, "solve", reached)
+    monkeypatch.setattr("optplan.formats.lp_io.export_model", reached)
+    monkeypatch.setattr("optplan.formats.lp_io.import_solution", reached)
     monkeypatch.setattr("optplan.report.layout.draw_layout", reached)
     monkeypatch.setattr("optplan.frontends.torch_export.extract", reached)
 

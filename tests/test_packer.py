@@ -8,8 +8,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from optplan.core.buffer import Buffer, Memory, RelativePlacement
+from optplan.core.problem import Problem
 from optplan.heuristics.packer import Packer, _TimeIndex, _union, greedy
-from optplan.problem import Buffer, Memory, Problem, RelativePlacement
 
 
 def union_of(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -13,14 +13,15 @@ from hypothesis import strategies as st
 from test_compiled import problems as compiled_problems
 from test_cpsat import check_exact, problems
 
-from optplan import planners, portfolio
-from optplan.deadline import Deadline
+from optplan import portfolio, registry
+from optplan.core.buffer import Buffer, Gap, Memory
+from optplan.core.deadline import Deadline
+from optplan.core.objective import Objective
+from optplan.core.plan import Placement, Status
+from optplan.core.problem import Problem
 from optplan.formats import read_problem
 from optplan.heuristics import run as heuristics_run
-from optplan.objective import Objective
-from optplan.plan import Placement, Status
-from optplan.planners import names, solve
-from optplan.problem import Buffer, Gap, Memory, Problem
+from optplan.registry import names, solve
 from optplan.solvers.cpsat import Outcome
 
 
@@ -39,7 +40,7 @@ def test_auto_matches_brute_force(no_members, problem: Problem) -> None:
 
 def test_auto_is_the_cli_default_and_takes_the_cli_options() -> None:
     assert "auto" in names()
-    from optplan.planners import get
+    from optplan.registry import get
     assert {"time_limit", "workers", "seed", "objective", "progress"} <= get("auto").options
 
 
@@ -116,8 +117,8 @@ def test_a_bound_the_search_member_proved_is_kept(monkeypatch) -> None:
     reported OPTIMAL although CP-SAT (stubbed: it finds and proves nothing) adds nothing."""
     from brute_force import brute_force_optimum
 
-    from optplan.bounds import lower_bounds
-    from optplan.planners import Result
+    from optplan.core.bounds import lower_bounds
+    from optplan.registry import Result
 
     # live load 13 < optimum 15 (the instance of test_gaps): no heuristic's plan proves itself
     p = Problem((Buffer("b0", 1, 2, 6), Buffer("b1", 3, 2, 6, gaps=(Gap(3, 4),)), Buffer("b2", 6, 3, 5),
@@ -129,9 +130,9 @@ def test_a_bound_the_search_member_proved_is_kept(monkeypatch) -> None:
     offsets = np.cumsum([0] + [b.size for b in p.buffers])
     stacked = {b.id: Placement(m, int(o)) for b, o in zip(p.buffers, offsets)}
     goals = []
-    monkeypatch.setattr(planners, "_REGISTRY", dict(planners._REGISTRY))  # the registration below is undone
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))  # the registration below is undone
 
-    @planners.planner("fake-search")
+    @registry.planner("fake-search")
     def member(problem: Problem, time_limit: float | None = None, seed: int = 0, objective: str = "min-peak",
                workers: int = 1, goal: dict[str, int] | None = None) -> Result:
         goals.append(goal)
@@ -156,7 +157,7 @@ def test_auto_never_worse_than_any_of_its_heuristics(monkeypatch, problem: Probl
     auto matched hill-climb's few steps depended on CP-SAT proving a 2-unit part within 10 ms
     (on main, 6 of 10 repeats of one of hypothesis' examples failed at load 8)."""
     monkeypatch.setattr(heuristics_run, "IMPROVING_DEFAULT", 60.0)
-    names = [n for n in planners.heuristic_names() if limit >= 0.2 or not heuristics_run.improving(n)]
+    names = [n for n in registry.heuristic_names() if limit >= 0.2 or not heuristics_run.improving(n)]
     alone = [solve(problem, n, time_limit=60.0) for n in names]
     found = [p.objective_value for p in alone if p.found]
     plan = solve(problem, "auto", time_limit=limit, workers=2)
@@ -197,15 +198,15 @@ def test_members_race_and_the_first_answer_is_shared(monkeypatch) -> None:
     """With two workers the search member runs in its own process beside CP-SAT: its plan enters
     the shared incumbent, is the plan auto returns, and its proof halts CP-SAT long before the
     time limit."""
-    from optplan.planners import Result
+    from optplan.registry import Result
 
     p = Problem(tuple(Buffer(f"b{i}", 1 + (7 * i) % 5, i % 6, i % 6 + 1 + i % 4) for i in range(24)))
     m = p.memory_names[0]
     exact = solve(p, "cpsat", time_limit=30)
     optimum, best = exact.peak[m], exact.placements
-    monkeypatch.setattr(planners, "_REGISTRY", dict(planners._REGISTRY))
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
 
-    @planners.planner("fake-search")
+    @registry.planner("fake-search")
     def member(problem: Problem, deadline, seed: int = 0, objective=None, workers: int = 1, goal=None) -> Result:
         import os
         assert os.getpid() != parent  # raced from a process of its own
@@ -231,11 +232,11 @@ def test_lns_moves_from_the_incumbent_another_member_found() -> None:
     is where it continues from (here that plan is at the goal, so LNS stops on it)."""
     import threading
 
-    from optplan.deadline import Deadline
-    from optplan.incumbent import Incumbent
-    from optplan.objective import Objective
+    from optplan.core.deadline import Deadline
+    from optplan.core.objective import Objective
+    from optplan.parts import reduce, settle
+    from optplan.portfolio.incumbent import Incumbent
     from optplan.solvers.cpsat import Settings, part_peaks
-    from optplan.solvers.reduce import reduce, settle
 
     p = Problem(tuple(Buffer(f"b{i}", 1 + (7 * i) % 5, i % 6, i % 6 + 1 + i % 4) for i in range(24)))
     objective = Objective.parse(None, p)
@@ -254,9 +255,9 @@ def test_lns_moves_from_the_incumbent_another_member_found() -> None:
 
 
 def test_incumbent_keeps_the_better_plan_and_moves_from_its_version() -> None:
-    from optplan.incumbent import Incumbent
-    from optplan.objective import Objective
-    from optplan.solvers.reduce import reduce
+    from optplan.core.objective import Objective
+    from optplan.parts import reduce
+    from optplan.portfolio.incumbent import Incumbent
 
     p = Problem((Buffer("a", 2, 0, 2), Buffer("b", 3, 1, 3)))
     objective = Objective.parse(None, p)

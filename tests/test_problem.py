@@ -100,7 +100,7 @@ def test_ortools_and_highspy_load_in_either_order() -> None:
 def test_distinct_is_numpys_unique():
     import numpy as np
 
-    from optplan.problem import distinct
+    from optplan.core.columns import distinct
 
     rng = np.random.default_rng(0)
     for n in (0, 1, 2, 7, 1000):

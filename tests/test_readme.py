@@ -7,7 +7,7 @@ import re
 from conftest import REPO
 
 from optplan.formats.native_json import problem_from_json
-from optplan.planners import names, solve
+from optplan.registry import names, solve
 
 README = (REPO / "README.md").read_text()
 

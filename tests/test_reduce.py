@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optplan.plan import Placement, Status
-from optplan.planners import Result, finish, solve
-from optplan.problem import Buffer, Memory, Problem, RelativePlacement
-from optplan.solvers.reduce import (
+from optplan.core.buffer import Buffer, Memory, RelativePlacement
+from optplan.core.plan import Placement, Status
+from optplan.core.problem import Problem
+from optplan.core.validate import validate
+from optplan.parts import (
     conflict_pairs,
     grid,
     identical_groups,
@@ -24,7 +25,7 @@ from optplan.solvers.reduce import (
     settle,
     time_sections,
 )
-from optplan.validate import validate
+from optplan.registry import Result, finish, solve
 
 TWO = (Memory("fast", capacity=64), Memory("slow"))
 
@@ -153,8 +154,8 @@ def test_multi_memory_min_peak_is_not_cut_in_time() -> None:
        st.lists(st.tuples(st.integers(0, 20), st.integers(1, 6), st.sampled_from([0, 2, 4, 6, 8, 12]), st.sampled_from([1, 1, 2, 4])),
                 min_size=1, max_size=25))
 def test_reduce_on_columns_equals_the_unit_by_unit_reduction(capacity, align: int, rows: list) -> None:
-    from optplan.bounds import lower_bounds
-    from optplan.solvers import reduce as reduce_module
+    from optplan import parts as reduce_module
+    from optplan.core.bounds import lower_bounds
 
     p = Problem(tuple(Buffer(f"b{i}", z, s, s + d, alignment=a) for i, (s, d, z, a) in enumerate(rows)),
                 (Memory("mem", capacity=capacity, alignment=align),), metadata={"source": "t"})

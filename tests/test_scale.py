@@ -7,14 +7,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optplan import bounds
-from optplan import problem as model
-from optplan.errors import ProblemError
+from optplan.core import bounds
+from optplan.core import units as model
+from optplan.core.buffer import Buffer, Gap, Memory
+from optplan.core.columns import Columns
+from optplan.core.compiled import any_overlap as _any_overlap
+from optplan.core.errors import ProblemError
+from optplan.core.plan import Placement, peaks
+from optplan.core.problem import Problem
+from optplan.core.validate import _plain_valid, validate
 from optplan.formats import minimalloc_csv
 from optplan.heuristics import compiled
-from optplan.plan import Placement, peaks
-from optplan.problem import Buffer, Columns, Gap, Memory, Problem
-from optplan.validate import _any_overlap, _plain_valid, validate
 
 
 @pytest.mark.parametrize("text", [
@@ -45,7 +48,7 @@ def test_units_without_relative_placements_as_the_general_builder() -> None:
                Buffer("d", 4, 0, 3, fixed_memory="slow", fixed_offset=8),
                Buffer("e", 4, 0, 6, gaps=(Gap(2, 4, (0, 2)),), allowed=("fast",)), Buffer("f", 3, 2, 9, alignment=3))
     p = Problem(buffers, (Memory("fast", capacity=32, alignment=2), Memory("slow")))
-    assert p.units == model._grouped_units(p)
+    assert p.units == model.grouped_units(p)
 
 
 @settings(max_examples=200, deadline=None)

@@ -14,18 +14,19 @@ from brute_force import brute_force_optimum, tiny_problem
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from optplan.bounds import lower_bounds
-from optplan.deadline import Deadline
-from optplan.errors import ProblemError
+from optplan.core.bounds import lower_bounds
+from optplan.core.buffer import Buffer, Gap, Memory, RelativePlacement
+from optplan.core.deadline import Deadline
+from optplan.core.errors import ProblemError
+from optplan.core.plan import Status, peaks
+from optplan.core.problem import Problem
+from optplan.core.validate import validate
 from optplan.formats import read_problem
-from optplan.plan import Status, peaks
-from optplan.planners import solve
-from optplan.problem import Buffer, Gap, Memory, Problem, RelativePlacement
+from optplan.registry import solve
 from optplan.search import engine, kernel
 from optplan.search.engine import NODES_PER_SECOND
 from optplan.search.instance import Ordered, build, unsupported
 from optplan.search.planner import time_parts
-from optplan.validate import validate
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -423,7 +424,7 @@ def test_deterministic_runs_repeat_whatever_the_wall_clock_says(shared, monkeypa
     deterministic mode that limit is a node count: a run on a clock that races ahead (every reading
     10 s later than the last, as on a machine slowed to a crawl) gives the very same plan, bound
     and node count as a normal run, and spends no more than its nodes."""
-    from optplan import deadline as clock_module
+    from optplan.core import deadline as clock_module
 
     p = read_problem(shared / "minimalloc" / "D.1048576.csv")
     kw = dict(time_limit=0.5, workers=2, deterministic=True)
@@ -454,7 +455,7 @@ def test_a_deterministic_search_stops_at_its_wall_guard_and_says_so(shared) -> N
     minimalloc/D, whose optimum the search does not prove) is stopped at its wall-clock guard (0.5 s
     from the call): the kernel run under way too, not only the next one, and the plan says that it
     may not repeat."""
-    from optplan.planners import GUARDED
+    from optplan.registry import GUARDED
 
     p = read_problem(shared / "minimalloc" / "D.1048576.csv")
     plan = solve(p, "search", deadline=Deadline(60.0, deterministic=True).part(None, wall=0.5), workers=1)

@@ -11,12 +11,13 @@ import pytest
 from brute_force import brute_force_optimum
 from test_objective import random_hierarchy
 
-from optplan.deadline import Deadline
-from optplan.objective import Objective
-from optplan.problem import Buffer, Memory, Problem
+from optplan.core.buffer import Buffer, Memory
+from optplan.core.deadline import Deadline
+from optplan.core.objective import Objective
+from optplan.core.problem import Problem
+from optplan.parts import reduce
 from optplan.solvers import selection
 from optplan.solvers.cpsat import Settings
-from optplan.solvers.reduce import reduce
 from optplan.solvers.selection import Staging, alone
 
 FAST_FIRST = Objective.parse("fast-first")
@@ -118,15 +119,15 @@ def test_mip_hints_keep_the_bounds_and_selections_are_checked_in_integers() -> N
 def test_auto_relax_and_verify_matches_the_brute_force() -> None:
     """auto packs the relaxation's selections exactly; where the bound is loose it must not claim
     a proof it lacks, and its optimum is the brute force's."""
-    from optplan import planners
-    from optplan.plan import Status
+    from optplan import registry
+    from optplan.core.plan import Status
 
     # compile the numba kernels first (seconds; minutes under load after they change), outside the time limit
     first = next(cases(11, 12, aligned))[0]
-    planners.solve(first, "auto", objective=FAST_FIRST, workers=1)
+    registry.solve(first, "auto", objective=FAST_FIRST, workers=1)
     seen = 0
     for p, _part, (w_opt, l_opt) in cases(11, 12, aligned):
-        plan = planners.solve(p, "auto", objective=FAST_FIRST, time_limit=20, workers=1)
+        plan = registry.solve(p, "auto", objective=FAST_FIRST, time_limit=20, workers=1)
         assert plan.status is Status.OPTIMAL and plan.objective_value == FAST_FIRST.combine(p, w_opt, l_opt), plan.message
         assert "hill-climb" not in plan.stats["heuristics"]  # the relaxation's time, not hill-climb's
         seen += 1
@@ -138,14 +139,14 @@ def test_neighbourhood_model_with_fixed_units_matches_the_brute_force() -> None:
     offset domains; its optimum is the brute force's with those units pinned where they are."""
     from dataclasses import replace
 
-    from optplan import planners
+    from optplan import registry
     from optplan.solvers.cpsat import PartModel, run
 
     rng = random.Random(4)
     seen = 0
     for _ in range(40):
         p = aligned(rng)
-        plan = planners.solve(p, "greedy-size", objective=FAST_FIRST)
+        plan = registry.solve(p, "greedy-size", objective=FAST_FIRST)
         part = reduce(p, FAST_FIRST, split=False).parts[0]
         start = part.choices(plan.placements)
         if start is None or len(part.units) < 3:
@@ -189,7 +190,7 @@ def test_selected_units_packed_by_cpsat_when_the_search_has_no_time(monkeypatch)
     from dataclasses import replace
 
     from optplan import portfolio
-    from optplan.plan import Status
+    from optplan.core.plan import Status
 
     monkeypatch.setattr(portfolio, "PACK_SEARCH_SHARE", 0.0)
     rng = random.Random(9)

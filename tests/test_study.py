@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from optplan import planners
+from optplan import registry
 from optplan.cli import main
+from optplan.core.buffer import Buffer
+from optplan.core.problem import Problem
 from optplan.formats import read_problem
-from optplan.problem import Buffer, Problem
 from optplan.study import Study, run
 from optplan.study.executors import run_local
 from optplan.study.tasks import Task, run_task
@@ -53,7 +54,7 @@ def test_study_rows_equal_direct_solve_calls(tiny: Path, local_dir: Path) -> Non
     rows = table(local_dir / "runs.csv")
     files = {"unet": tiny / "unet.json", "example": tiny / "example.csv"}
     for r in rows:
-        plan = planners.solve(read_problem(files[r["instance"].split("/")[1]]), r["planner"], time_limit=LIMIT,
+        plan = registry.solve(read_problem(files[r["instance"].split("/")[1]]), r["planner"], time_limit=LIMIT,
                               workers=1, seed=0)
         assert (r["status"], int(r["peak"]), int(r["lower_bound"])) == (plan.status.value, plan.objective_value,
                                                                         plan.objective_bound)
@@ -128,7 +129,7 @@ def test_compare_takes_files_and_directories(tiny: Path, capsys: pytest.CaptureF
 def test_search_progress_reports_best(capsys: pytest.CaptureFixture) -> None:
     seen: list[dict] = []
     p = Problem(tuple(Buffer(f"b{i}", 8 + i, i, i + 3) for i in range(12)))
-    planners.solve(p, "search", time_limit=5, progress=seen.append)
+    registry.solve(p, "search", time_limit=5, progress=seen.append)
     assert seen and all(set(s) >= {"best", "bound", "gap", "elapsed"} for s in seen)
     assert any(s["best"] is not None for s in seen)
 
@@ -153,7 +154,7 @@ def test_plot_a_10_buffer_plan(tmp_path: Path, capsys: pytest.CaptureFixture) ->
     from optplan.formats import write_plan, write_problem
 
     problem = _random_problem(10)
-    plan = planners.solve(problem, "greedy-size")
+    plan = registry.solve(problem, "greedy-size")
     write_problem(problem, tmp_path / "p.json")
     write_plan(problem, plan, tmp_path / "plan.json")
     for ext in ("png", "svg", "html"):
@@ -171,7 +172,7 @@ def test_plot_a_30k_buffer_plan(tmp_path: Path) -> None:
     from optplan.report.layout import PlanHeader, draw_layout
 
     problem = _random_problem(30_000)
-    plan = planners.solve(problem, "naive")
+    plan = registry.solve(problem, "naive")
     for ext in ("png", "svg"):
         draw_layout(problem, plan.placements, PlanHeader.of(plan), tmp_path / f"l.{ext}", 1000, 80)
     assert (tmp_path / "l.png").stat().st_size > 30_000
@@ -199,7 +200,7 @@ def test_a_lost_dask_worker_task_is_retried(tmp_path: Path, monkeypatch: pytest.
 def test_rows_of_a_hierarchy_show_each_memory_and_the_objective_in_words() -> None:
     """Two memories: a row carries each memory's peak and the objective's quantities in words, and
     the summary shows the best run's peaks, not the objective's one packed number."""
-    from optplan.problem import Memory
+    from optplan.core.buffer import Memory
     from optplan.study.results import derive
     from optplan.study.summary import summary_markdown
 

@@ -18,10 +18,10 @@ from torch._higher_order_ops.scan import scan
 from torch._higher_order_ops.while_loop import while_loop
 from torch.export import Dim, export
 
-from optplan import planners
-from optplan.bounds import lower_bounds
+from optplan import registry
 from optplan.cli import main
-from optplan.errors import FormatError, OptplanError
+from optplan.core.bounds import lower_bounds
+from optplan.core.errors import FormatError, OptplanError
 from optplan.formats import read_problem
 from optplan.frontends.torch_export import (
     eager_live_peak,
@@ -182,7 +182,7 @@ def test_dynamic_program_measured_at_its_bound_matches():
 def test_plan_of_an_extracted_problem_is_valid_and_bounded():
     x = torch.randn(1, 3, 16, 16)
     p = problem_from_program(export(Everything().eval(), (x,)))
-    plan = planners.solve(p, "greedy-size")
+    plan = registry.solve(p, "greedy-size")
     assert plan.found
     assert plan.peak["mem"] >= lower_bounds(p).lower["mem"] > 0
     assert all(p_.offset % 16 == 0 for p_ in plan.placements.values())
@@ -459,7 +459,7 @@ def test_control_flow_program_through_the_cli(tmp_path, capsys):
     capsys.readouterr()
     assert main(["validate", str(problem), str(plan)]) == 0
     assert "VALID" in capsys.readouterr().out
-    solved = planners.solve(written, "greedy-size")
+    solved = registry.solve(written, "greedy-size")
     assert solved.found and solved.peak["mem"] >= lower_bounds(written).lower["mem"] >= max(_loads(written))
 
 

@@ -10,8 +10,8 @@ torch = pytest.importorskip("torch")
 from torch import nn
 
 import optplan
-from optplan.bounds import lower_bounds
 from optplan.cli import main
+from optplan.core.bounds import lower_bounds
 from optplan.formats import read_problem
 from optplan.frontends.training import profiler_peak
 

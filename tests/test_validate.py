@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from optplan import Buffer, Memory, Placement, Problem, RelativePlacement, validate
-from optplan.plan import Layout
+from optplan.core.plan import Layout
 
 MEMS = (Memory("sram", capacity=64, alignment=8), Memory("dram"))
 
@@ -107,7 +107,7 @@ def test_a_layout_reads_as_its_placements_and_is_checked_once(monkeypatch) -> No
     import pickle
     import sys
 
-    validate_module = sys.modules["optplan.validate"]  # (the package's ``validate`` is the function)
+    validate_module = sys.modules["optplan.core.validate"]  # (the package's ``validate`` is the function)
 
     p, layout = _layout_case()
     same = {"a": Placement("sram", 0), "b": Placement("sram", 16), "c": Placement("sram", 32)}
@@ -132,6 +132,6 @@ def test_a_layout_on_several_memories_checks_each() -> None:
     apart = Layout(p.columns.ids, p.memory_names, np.array([0, 1]), np.array([0, 0]))
     together = Layout(p.columns.ids, p.memory_names, np.array([1, 1]), np.array([0, 8]))
     assert validate(p, apart) == [] and kinds(p, together) == ["overlap"]
-    from optplan.plan import peaks
+    from optplan.core.plan import peaks
 
     assert peaks(p, apart) == peaks(p, dict(apart.items())) == {"sram": 16, "dram": 16}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from optplan.errors import FormatError
+from optplan.core.errors import FormatError
+from optplan.core.plan import Placement, Plan
+from optplan.core.problem import Problem
 from optplan.formats import minimalloc_csv, native_json
 from optplan.formats.output import check_output, write_text
-from optplan.plan import Placement, Plan
-from optplan.problem import Problem
 
 EXTENSIONS = (".csv", ".json")
 

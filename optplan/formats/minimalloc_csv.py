@@ -17,9 +17,10 @@ from operator import attrgetter
 
 import numpy as np
 
-from optplan.errors import FormatError, ProblemError
-from optplan.plan import Placement, Plan, offsets
-from optplan.problem import INT64_MAX, Buffer, Gap, Memory, Problem
+from optplan.core.buffer import INT64_MAX, Buffer, Gap, Memory
+from optplan.core.errors import FormatError, ProblemError
+from optplan.core.plan import Placement, Plan, offsets
+from optplan.core.problem import Problem
 
 _KNOWN = {"id", "lower", "upper", "size", "alignment", "hint", "offset", "gaps", "benefit"}
 _ALIASES = {"begin": "lower", "start": "lower", "end": "upper", "buffer": "id", "buffer_id": "id"}  # as MiniMalloc reads them

@@ -8,9 +8,10 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from optplan.errors import FormatError, ProblemError
-from optplan.plan import Placement, Plan
-from optplan.problem import Buffer, Gap, Memory, Problem, RelativePlacement
+from optplan.core.buffer import Buffer, Gap, Memory, RelativePlacement
+from optplan.core.errors import FormatError, ProblemError
+from optplan.core.plan import Placement, Plan
+from optplan.core.problem import Problem
 
 if TYPE_CHECKING:
     import jsonschema

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from optplan.errors import FormatError
+from optplan.core.errors import FormatError
 
 # what each command writes -> the extensions its writer knows (first: the one to suggest)
 KINDS: dict[str, tuple[str, ...]] = {

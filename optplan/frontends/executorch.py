@@ -34,10 +34,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from optplan import planners
-from optplan.errors import OptplanError
-from optplan.plan import Plan
-from optplan.problem import Buffer, Memory, Problem, RelativePlacement
+from optplan import registry
+from optplan.core.buffer import Buffer, Memory, RelativePlacement
+from optplan.core.errors import OptplanError
+from optplan.core.plan import Plan
+from optplan.core.problem import Problem
 
 if TYPE_CHECKING:
     import torch
@@ -84,7 +85,7 @@ class OptplanAlgo:
     def resolved_planner(self) -> str:
         if self.planner is not None:
             return self.planner
-        return "auto" if "auto" in planners.names() else "greedy-size"
+        return "auto" if "auto" in registry.names() else "greedy-size"
 
     def __call__(self, alignment: int, specs: Iterable[Any], graph_module: torch.fx.GraphModule,
                  graph_signature: Any = None, extra_padding: int = 0) -> Any:
@@ -96,7 +97,7 @@ class OptplanAlgo:
                                    reserved=reserved, blocklist=self.blocklist, relative=self.relative,
                                    reads=_reads(graph_module))
         name = self.resolved_planner()
-        plan = planners.solve(built.problem, name, time_limit=self.time_limit, **self.options)
+        plan = registry.solve(built.problem, name, time_limit=self.time_limit, **self.options)
         if not plan.found:
             raise OptplanError(f"optplan planner {name!r}: {plan.status.value}: {plan.message or 'no plan found'}")
         result = MemoryAlgoResult({}, [])

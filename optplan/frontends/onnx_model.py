@@ -34,9 +34,10 @@ from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from optplan.errors import FormatError, OptplanError
+from optplan.core.buffer import Buffer, Memory
+from optplan.core.errors import FormatError, OptplanError
+from optplan.core.problem import Problem
 from optplan.frontends.torch_export import DEFAULT_ALIGNMENT, _Storage
-from optplan.problem import Buffer, Memory, Problem
 
 if TYPE_CHECKING:
     import onnx

@@ -36,8 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from optplan.errors import FormatError, OptplanError
-from optplan.problem import Buffer, Memory, Problem
+from optplan.core.buffer import Buffer, Memory
+from optplan.core.errors import FormatError, OptplanError
+from optplan.core.problem import Problem
 
 if TYPE_CHECKING:
     import torch

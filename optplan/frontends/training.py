@@ -22,9 +22,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from optplan.errors import OptplanError
+from optplan.core.buffer import Buffer, Memory
+from optplan.core.errors import OptplanError
+from optplan.core.problem import Problem
 from optplan.frontends.torch_export import DEFAULT_ALIGNMENT, _Storage, _Walk, _walk_graph
-from optplan.problem import Buffer, Memory, Problem
 
 if TYPE_CHECKING:
     import torch

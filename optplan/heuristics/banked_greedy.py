@@ -15,7 +15,7 @@ a unit's offset must meet its alignment in the object it joins, and units pinned
 offsets keep their bytes (objects are laid out around them). Ties in size go in reverse
 problem order, as ExecuTorch's insertion sort followed by a reversal leaves them.
 
-Vector clocks: "alive with it" is "conflicts with it" (``Problem.clock_graph``), and a unit
+Vector clocks: "alive with it" is "conflicts with it" (``clock_graph(Problem)``), and a unit
 reaches its whole extent in its object (``_ClockBank``).
 
 Speed: which objects hold a buffer alive with a new one, and how high they reach, comes from
@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from optplan import jit
-from optplan.deadline import current
+from optplan.core import jit
+from optplan.core.clocks import clock_graph
+from optplan.core.deadline import current
+from optplan.core.plan import Placement
+from optplan.core.problem import Problem
+from optplan.core.units import Unit
 from optplan.heuristics.packer import Packer, Pinned, _TimeIndex
-from optplan.plan import Placement
-from optplan.planners import POLL_EVERY, Result, cut, planner
-from optplan.problem import Problem, Unit
+from optplan.registry import POLL_EVERY, Result, cut, planner
 
 
 def _choose(base: np.ndarray, size: np.ndarray, busy: np.ndarray, reach: np.ndarray, u: Unit, memory: str) -> int | None:
@@ -86,10 +88,10 @@ class _Bank:
 
 class _ClockBank(_Bank):
     """The shared objects of one memory under vector clocks: a unit is alive with ``u`` when they
-    conflict (``Problem.clock_graph``); the height it reaches in its object is its whole extent."""
+    conflict (``clock_graph(Problem)``); the height it reaches in its object is its whole extent."""
 
     def __init__(self, problem: Problem) -> None:
-        graph = problem.clock_graph
+        graph = clock_graph(problem)
         self.apart = graph.apart
         self.number = {r: i for i, r in enumerate(graph.roots)}
         self.holds: dict[int, tuple[int, int]] = {}  # unit -> (object, one past its highest byte)

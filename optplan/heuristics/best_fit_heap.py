@@ -8,10 +8,10 @@ fit, instead of into a roomier hole lower down. Only when nothing fits does the 
 
 from __future__ import annotations
 
+from optplan.core.problem import Problem
 from optplan.heuristics.orders import by_size
 from optplan.heuristics.packer import greedy
-from optplan.planners import Result, planner
-from optplan.problem import Problem
+from optplan.registry import Result, planner
 
 
 @planner("best-fit-heap", clocks=True)

@@ -35,9 +35,11 @@ from functools import lru_cache
 import numpy as np
 from numba import njit
 
-from optplan.objective import Objective
-from optplan.plan import Layout, Placement
-from optplan.problem import Problem, Unit, distinct, gc_paused
+from optplan.core.columns import distinct, gc_paused
+from optplan.core.objective import Objective
+from optplan.core.plan import Layout, Placement
+from optplan.core.problem import Problem
+from optplan.core.units import Unit
 
 _POLICY = {"first": 0, "best": 1, "heap": 2}
 _NONE = np.iinfo(np.int64).max  # no capacity / nothing found

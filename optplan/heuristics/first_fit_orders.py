@@ -6,12 +6,12 @@ for long-lived activations, start for chains); trying each costs one greedy pass
 
 from __future__ import annotations
 
-from optplan.deadline import Deadline, Pacer
+from optplan.core.deadline import Deadline, Pacer
+from optplan.core.objective import Objective
+from optplan.core.problem import Problem
 from optplan.heuristics import orders
 from optplan.heuristics.packer import greedy_scored
-from optplan.objective import Objective
-from optplan.planners import POLL_EVERY, Result, planner
-from optplan.problem import Problem
+from optplan.registry import POLL_EVERY, Result, planner
 
 ORDERS = {"size": orders.by_size, "area": orders.by_area, "length": orders.by_length, "start": orders.by_start}
 

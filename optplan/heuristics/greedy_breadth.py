@@ -7,10 +7,10 @@ first leaves the slack where the load is low.
 
 from __future__ import annotations
 
+from optplan.core.problem import Problem
 from optplan.heuristics.orders import by_breadth
 from optplan.heuristics.packer import greedy
-from optplan.planners import Result, planner
-from optplan.problem import Problem
+from optplan.registry import Result, planner
 
 
 @planner("greedy-breadth", clocks=True)

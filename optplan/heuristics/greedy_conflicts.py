@@ -6,10 +6,10 @@ where it fits: the buffers hardest to place get the first choice of addresses.
 
 from __future__ import annotations
 
+from optplan.core.problem import Problem
 from optplan.heuristics.orders import by_conflicts
 from optplan.heuristics.packer import greedy
-from optplan.planners import Result, planner
-from optplan.problem import Problem
+from optplan.registry import Result, planner
 
 
 @planner("greedy-conflicts", clocks=True)

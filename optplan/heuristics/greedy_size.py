@@ -7,10 +7,10 @@ considered, which avoids the degenerate no-reuse variant noted in the reference.
 
 from __future__ import annotations
 
+from optplan.core.problem import Problem
 from optplan.heuristics.orders import by_size
 from optplan.heuristics.packer import greedy
-from optplan.planners import Result, planner
-from optplan.problem import Problem
+from optplan.registry import Result, planner
 
 
 @planner("greedy-size", clocks=True)

@@ -18,14 +18,14 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from optplan.bounds import lower_bounds
-from optplan.deadline import Deadline, Pacer
+from optplan.core.bounds import lower_bounds
+from optplan.core.deadline import Deadline, Pacer
+from optplan.core.objective import Objective
+from optplan.core.plan import Placement, layout_of, peaks
+from optplan.core.problem import Problem, objective_weights
 from optplan.heuristics.orders import by_conflicts, by_size, by_start
 from optplan.heuristics.packer import greedy, score
-from optplan.objective import Objective
-from optplan.plan import Placement, layout_of, peaks
-from optplan.planners import Result, planner
-from optplan.problem import Problem, objective_weights
+from optplan.registry import Result, planner
 
 DEFAULT_SECONDS = 1.0  # without a limit or an iteration count (patience alone runs for hours at 30k units)
 UNIT_STEPS_PER_SECOND = 20_000  # deterministic mode: steps x units per second (about 1 s of wall time on A-E)

@@ -9,10 +9,10 @@ buffers, so the free list is not kept separately.
 
 from __future__ import annotations
 
+from optplan.core.problem import Problem
 from optplan.heuristics.orders import by_start
 from optplan.heuristics.packer import greedy
-from optplan.planners import Result, planner
-from optplan.problem import Problem
+from optplan.registry import Result, planner
 
 
 @planner("linear-scan", clocks=True)

@@ -11,10 +11,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from optplan.core.buffer import INT64_MAX
+from optplan.core.plan import Layout, Placement
+from optplan.core.problem import Problem
 from optplan.heuristics.packer import Packer, Pinned
-from optplan.plan import Layout, Placement
-from optplan.planners import Result, planner
-from optplan.problem import INT64_MAX, Problem
+from optplan.registry import Result, planner
 
 
 @planner("naive", clocks=True)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from optplan.core.clocks import clock_graph
+from optplan.core.problem import Problem
 from optplan.heuristics.compiled import arrays
-from optplan.problem import Problem
 
 
 def _fields(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -81,7 +82,7 @@ def by_peak(problem: Problem) -> np.ndarray:
 
 def by_conflicts(problem: Problem) -> np.ndarray:
     """Most time-overlapping bytes first (TVM USMP's greedy by conflicts); ties: larger first.
-    Vector clocks: the bytes of the conflicting units (``Problem.clock_graph``).
+    Vector clocks: the bytes of the conflicting units (``clock_graph(Problem)``).
 
     The bytes overlapping unit i are those of units starting before i ends, minus those that
     ended by the time i starts (they also started before i ends): two sorted prefix sums.
@@ -90,7 +91,7 @@ def by_conflicts(problem: Problem) -> np.ndarray:
     if not len(h):
         return np.zeros(0, np.int64)
     if problem.concurrent:  # vector clocks: the bytes of the units it conflicts with
-        near = np.array([sum(int(h[j]) for j in row) for row in problem.clock_graph.apart], np.int64)
+        near = np.array([sum(int(h[j]) for j in row) for row in clock_graph(problem).apart], np.int64)
         return _sorted(len(h), -near, -h)
     s_order, e_order = np.argsort(s, kind="stable"), np.argsort(e, kind="stable")
     s_sorted, e_sorted = s[s_order], e[e_order]

@@ -21,12 +21,14 @@ from typing import Literal
 
 import numpy as np
 
-from optplan import jit
-from optplan.deadline import current
-from optplan.objective import Objective
-from optplan.plan import Placement
-from optplan.planners import POLL_EVERY, Result, cut
-from optplan.problem import Problem, Unit
+from optplan.core import jit
+from optplan.core.clocks import clock_graph
+from optplan.core.deadline import current
+from optplan.core.objective import Objective
+from optplan.core.plan import Placement
+from optplan.core.problem import Problem
+from optplan.core.units import Unit
+from optplan.registry import POLL_EVERY, Result, cut
 
 Policy = Literal["first", "best", "heap"]
 _EMPTY = np.zeros(0, np.int64)
@@ -278,7 +280,7 @@ def _free_offsets(lo: int, forb_lo: list[np.ndarray], forb_hi: list[np.ndarray])
 
 class ConflictPacker(Packer):
     """The Packer for vector clocks (``Problem.concurrent``): a unit collides with the placed
-    units it conflicts with (``Problem.clock_graph``: at the relative offsets where concurrent
+    units it conflicts with (``clock_graph(Problem)``: at the relative offsets where concurrent
     spans share a byte), not with those overlapping it on a time axis."""
 
     def __init__(self, problem: Problem) -> None:
@@ -286,7 +288,7 @@ class ConflictPacker(Packer):
         self.capacity = {m.name: m.capacity for m in problem.memories}
         self.placements: dict[str, Placement] = {}
         self.top = {m: 0 for m in problem.memory_names}
-        graph = problem.clock_graph
+        graph = clock_graph(problem)
         self.apart = graph.apart
         self.number = {r: i for i, r in enumerate(graph.roots)}
         self.at: dict[int, tuple[str, int]] = {}  # placed unit -> (memory, root offset)
@@ -371,7 +373,7 @@ def greedy(problem: Problem, order: Sequence[Unit] | Sequence[int] | np.ndarray,
 
     Runs the compiled packer (``compiled.py``), which places exactly as ``greedy_reference``;
     vector clocks (``Problem.concurrent``) go to the reference's ``ConflictPacker``, and so does
-    everything while the kernels are not compiled under a time limit (``optplan.jit``)."""
+    everything while the kernels are not compiled under a time limit (``optplan.core.jit``)."""
     _, plan = greedy_scored(problem, order, policy)
     assert plan is not None  # nothing to beat: never stopped
     return plan()

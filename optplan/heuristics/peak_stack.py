@@ -10,12 +10,12 @@ this reaches the load bound where the other heuristics stay 0.7-3 % above (ideal
 
 from __future__ import annotations
 
-from optplan.bounds import lower_bounds
+from optplan.core.bounds import lower_bounds
+from optplan.core.objective import Objective
+from optplan.core.problem import Problem
 from optplan.heuristics import orders
 from optplan.heuristics.packer import greedy_scored
-from optplan.objective import Objective
-from optplan.planners import Result, planner
-from optplan.problem import Problem
+from optplan.registry import Result, planner
 
 
 @planner("peak-stack", clocks=True)

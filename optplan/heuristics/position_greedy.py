@@ -8,10 +8,10 @@ greedy by size only in taking the lowest hole instead of the tightest one.
 
 from __future__ import annotations
 
+from optplan.core.problem import Problem
 from optplan.heuristics.orders import by_size_stable
 from optplan.heuristics.packer import greedy
-from optplan.planners import Result, planner
-from optplan.problem import Problem
+from optplan.registry import Result, planner
 
 
 @planner("position-greedy", clocks=True)

@@ -20,13 +20,15 @@ from bisect import bisect_left, insort
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from optplan import jit
-from optplan.deadline import current
+from optplan.core import jit
+from optplan.core.clocks import clock_graph
+from optplan.core.deadline import current
+from optplan.core.plan import Placement
+from optplan.core.problem import Problem
+from optplan.core.units import Unit
 from optplan.heuristics.orders import by_start
 from optplan.heuristics.packer import Packer, Pinned, units_of
-from optplan.plan import Placement
-from optplan.planners import POLL_EVERY, Result, cut, planner
-from optplan.problem import Problem, Unit
+from optplan.registry import POLL_EVERY, Result, cut, planner
 
 
 @dataclass(eq=False)
@@ -76,7 +78,7 @@ class _Clocks:
     latest user ends; it is free for a unit that starts after that clock in every stream."""
 
     def __init__(self, problem: Problem) -> None:
-        graph = problem.clock_graph
+        graph = clock_graph(problem)
         self.first = dict(zip(graph.roots, graph.first))
         self.last = dict(zip(graph.roots, graph.last))
         self.slots: dict[str, list[tuple[int, int, _Slot]]] = {m: [] for m in problem.memory_names}
@@ -100,7 +102,7 @@ def recycle(problem: Problem) -> Result:
 
     Runs compiled (``compiled.recycle``, same plans) unless some unit is pinned to a fixed offset
     or lifetimes are vector clocks: those problems, and any while the kernels are not compiled
-    under a time limit (``optplan.jit``), take the pure-Python reference below."""
+    under a time limit (``optplan.core.jit``), take the pure-Python reference below."""
     if not problem.concurrent and all(u.fixed_offset is None for u in problem.units) and jit.usable("heuristics"):
         from optplan.heuristics import compiled  # numba: imported on first use
 

@@ -15,13 +15,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from optplan import jit, planners
-from optplan.deadline import Deadline
-from optplan.lifecycle import fork_member, report
-from optplan.objective import Objective
-from optplan.plan import Layout, Plan, Status, layout_of
-from optplan.planners import heuristic_names
-from optplan.problem import Problem
+from optplan import registry
+from optplan.core import jit
+from optplan.core.deadline import Deadline
+from optplan.core.lifecycle import fork_member, report
+from optplan.core.objective import Objective
+from optplan.core.plan import Layout, Plan, Status, layout_of
+from optplan.core.problem import Problem
+from optplan.registry import heuristic_names
 
 IMPROVING_DEFAULT = 1.0  # seconds an improving heuristic takes when run on its own (hill-climb's default)
 CHEAP = 1.0  # CPU seconds: while the constructive heuristics together took less, every one runs whatever the limit
@@ -37,7 +38,7 @@ def pilot_order(problem: Problem, names: list[str], seed: int = 0) -> list[str]:
     heuristic changed from run to run).
     On a million buffers each heuristic costs seconds and only some fit the limit: the slice
     says which to run first, for a second or two."""
-    from optplan.bounds import lower_bounds
+    from optplan.core.bounds import lower_bounds
 
     order = np.argsort(problem.columns.start, kind="stable")
     step = next((s for s in lower_bounds(problem).step.values() if s is not None), 0)
@@ -47,7 +48,7 @@ def pilot_order(problem: Problem, names: list[str], seed: int = 0) -> list[str]:
     rank = {}
     for k, name in enumerate(names):
         try:
-            plan = planners.solve(sample, name, seed=seed)
+            plan = registry.solve(sample, name, seed=seed)
             rank[name] = (not plan.found, plan.objective_value or 0, k)
         except Exception:  # noqa: BLE001 - it fails on the whole problem too: last
             rank[name] = (True, 0, k)
@@ -75,7 +76,7 @@ CONSTRUCTIVE_SHARE = 0.5  # without compiled kernels: of a limited deadline, aft
 
 def improving(name: str) -> bool:
     """Heuristics that improve for as long as their budget allows (registered ``anytime``)."""
-    return bool(planners.get(name).anytime)  # type: ignore[attr-defined]
+    return bool(registry.get(name).anytime)  # type: ignore[attr-defined]
 
 
 def run_heuristics(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1,
@@ -127,7 +128,7 @@ def _run_apart(problem: Problem, deadline: Deadline, seed: int, workers: int, im
     first = FALLBACK if FALLBACK in constructive else constructive[0]
     if not plans and not deadline.cancelled:  # nothing in time (a loaded machine): the first anyway, here, as ``_run`` does
         errors.pop(first, None)
-        plans[first] = planners.solve(problem, first, seed=seed, objective=objective)
+        plans[first] = registry.solve(problem, first, seed=seed, objective=objective)
     for name in names:
         if name not in plans and name not in errors:
             errors[name] = why
@@ -158,7 +159,7 @@ def _names(problem: Problem) -> list[str]:
     """The heuristics that take ``problem``, in registry order."""
     names = heuristic_names()
     if problem.concurrent:  # vector clocks: only the heuristics that handle them
-        names = [n for n in names if planners.get(n).clocks]  # type: ignore[attr-defined]
+        names = [n for n in names if registry.get(n).clocks]  # type: ignore[attr-defined]
     return names
 
 
@@ -177,7 +178,7 @@ def _run(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1, 
     more than half of what is left, and at least what it takes when run on its own without a
     limit (``IMPROVING_DEFAULT``) if that fits; none when that would not cover one packing.
 
-    While the kernels are not compiled under a time limit (``optplan.jit``: pure-Python packing,
+    While the kernels are not compiled under a time limit (``optplan.core.jit``: pure-Python packing,
     seconds per heuristic on 30k buffers) the limit comes first: a heuristic starts only while
     ``CONSTRUCTIVE_SHARE`` of ``deadline`` lasts (the first always), is cut short at its end, and
     hill-climb runs only if time is left. Once a plan is proven optimal (at the lower bound) no
@@ -209,7 +210,7 @@ def _run(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1, 
     def one(name: str, budget: Deadline) -> None:
         t, c = time.perf_counter(), time.thread_time()
         try:
-            results[name] = planners.solve(problem, name, seed=seed, objective=objective, deadline=budget)
+            results[name] = registry.solve(problem, name, seed=seed, objective=objective, deadline=budget)
             if deliver is not None:
                 deliver(results[name])
         except Exception as e:  # noqa: BLE001 - reported in the plan's stats

@@ -27,12 +27,14 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from optplan import jit
-from optplan.deadline import current
+from optplan.core import jit
+from optplan.core.clocks import clock_graph
+from optplan.core.deadline import current
+from optplan.core.plan import Placement
+from optplan.core.problem import Problem
+from optplan.core.units import Unit
 from optplan.heuristics.packer import Packer, fixed_first
-from optplan.plan import Placement
-from optplan.planners import POLL_EVERY, Result, cut, planner
-from optplan.problem import Problem, Unit
+from optplan.registry import POLL_EVERY, Result, cut, planner
 
 GROUP_LIMIT = 20  # exhaustive search per group of competing units up to this many (Vela's rule)
 NODE_LIMIT = 1 << 20  # per group: the search keeps its best subset after this many nodes
@@ -103,12 +105,12 @@ class Curve:
 
 class ClockCurve(Curve):
     """The usage "curve" of vector clocks, which order steps only partly: no step holds a load, so a
-    unit is counted against every chosen unit it conflicts with (``Problem.clock_graph``), which is
+    unit is counted against every chosen unit it conflicts with (``clock_graph(Problem)``), which is
     at least the load of any set of them live together (on one time axis, at least the curve's
     highest point in the unit's lifetime). A unit weighs its extent."""
 
     def __init__(self, problem: Problem) -> None:
-        graph = problem.clock_graph
+        graph = clock_graph(problem)
         self.apart = graph.apart
         self.number = {r: i for i, r in enumerate(graph.roots)}
         self.height = [u.height if u.pieces else 0 for u in problem.units]

@@ -16,10 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from optplan.errors import OptplanError
+from optplan.core.errors import OptplanError
+from optplan.core.load import usage_curve
+from optplan.core.plan import Placement, Plan
+from optplan.core.problem import Problem
 from optplan.formats.output import atomic_output, check_output
-from optplan.plan import Placement, Plan, usage_curve
-from optplan.problem import Problem
 from optplan.report.units import human_bytes, unit_for
 
 EDGE_LIMIT = 2000  # outlines beyond this many rectangles only darken the picture

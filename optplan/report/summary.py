@@ -13,9 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optplan.objective import BENEFIT
-from optplan.plan import Plan, Status, layout_of, usage_curve
-from optplan.problem import Columns, Problem
+from optplan.core.columns import Columns
+from optplan.core.load import usage_curve
+from optplan.core.objective import BENEFIT
+from optplan.core.plan import Plan, Status, layout_of
+from optplan.core.problem import Problem
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optplan.deadline import Deadline, Pacer
-from optplan.objective import Objective
+from optplan.core.deadline import Deadline, Pacer
+from optplan.core.objective import Objective
 from optplan.search import kernel
 from optplan.search.instance import MAX_PAIRS, Instance, Ordered
 
@@ -522,7 +522,7 @@ def _skyline(inst: Instance, rank: np.ndarray, clock: Deadline) -> np.ndarray | 
     if (not clock.limited or clock.deterministic or "fork" not in mp.get_all_start_methods()
             or mp.current_process().daemon):  # a portfolio member already: its parent kills it when late
         return run()
-    from optplan.lifecycle import fork_member
+    from optplan.core.lifecycle import fork_member
 
     return fork_member(run, clock, grace=0.0).result()
 

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optplan.plan import Placement
-from optplan.problem import Problem, Unit, distinct
+from optplan.core.columns import distinct
+from optplan.core.plan import Placement
+from optplan.core.problem import Problem
+from optplan.core.units import Unit
 from optplan.search import kernel
 
 NO_LIMIT = 1 << 61  # no capacity: an offset bound nothing reaches

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from optplan import jit
-from optplan.bounds import lower_bounds
-from optplan.deadline import Deadline
-from optplan.objective import Objective
-from optplan.plan import Placement
-from optplan.planners import Result, planner
-from optplan.problem import Problem, Unit
+from optplan.core import jit
+from optplan.core.bounds import lower_bounds
+from optplan.core.deadline import Deadline
+from optplan.core.objective import Objective
+from optplan.core.plan import Placement
+from optplan.core.problem import Problem
+from optplan.core.units import Unit
+from optplan.registry import Result, planner
 from optplan.search import engine
 from optplan.search.instance import NO_LIMIT, build, unsupported
 
@@ -51,7 +52,7 @@ def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1
     good enough, when the problem is a part of a larger one whose memory cannot go below them:
     minimization stops at a plan under them instead of proving this part's own lower optimum."""
     objective = Objective.parse(objective, problem)
-    if not jit.usable("search"):  # a time limit, and the kernels are not compiled (optplan.jit)
+    if not jit.usable("search"):  # a time limit, and the kernels are not compiled (optplan.core.jit)
         return _without_kernels(problem, deadline, seed, workers, objective)
     compile_seconds = engine.ensure_compiled()
     lower = lower_bounds(problem).lower

@@ -2,7 +2,7 @@
 
 A scalar problem's conflicts are intervals, which the CP-SAT and MILP models of ``cpsat`` and
 ``milp`` exploit (time parts, NoOverlap2D, cumulative cuts). With vector clocks the conflict
-graph (``Problem.clock_graph``) is arbitrary, so these models state it directly: per unit a
+graph (``clock_graph(Problem)``) is arbitrary, so these models state it directly: per unit a
 memory (when it has a choice) and an aligned root offset under the capacity; per conflicting
 pair sharing a memory and per range of relative offsets at which their concurrent spans would
 share a byte (one range for two plain buffers), one literal saying on which side of the range
@@ -15,15 +15,17 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from optplan.plan import Placement
-from optplan.planners import Result
+from optplan.core.clocks import clock_graph
+from optplan.core.plan import Placement
+from optplan.registry import Result
 
 MAX_PAIRS = 200_000  # auto skips the pairwise model above this many conflicting pairs
 
 if TYPE_CHECKING:
-    from optplan.deadline import Deadline
-    from optplan.objective import Objective
-    from optplan.problem import Problem, Unit
+    from optplan.core.deadline import Deadline
+    from optplan.core.objective import Objective
+    from optplan.core.problem import Problem
+    from optplan.core.units import Unit
 
 
 Pair = tuple[int, int, list[tuple[int, int]]]  # units i, j; ranges of offset(i) - offset(j) that collide
@@ -32,7 +34,7 @@ Pair = tuple[int, int, list[tuple[int, int]]]  # units i, j; ranges of offset(i)
 def _units(problem: Problem) -> tuple[list[Unit], dict[str, Placement], list[Pair]]:
     """Units that store bytes, the placements of the others (lowest legal offset, fastest
     memory), and the conflicting pairs among the former."""
-    graph = problem.clock_graph
+    graph = clock_graph(problem)
     units = [u for u in problem.units if u.pieces]
     rest: dict[str, Placement] = {}
     for u in problem.units:

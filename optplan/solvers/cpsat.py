@@ -28,13 +28,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from ortools.sat.python import cp_model
 
-from optplan.bounds import lower_bounds
-from optplan.deadline import Deadline
-from optplan.objective import Objective, fastest_fit
-from optplan.plan import Placement, peaks
-from optplan.planners import Result, planner
-from optplan.problem import Problem, Unit
-from optplan.solvers.reduce import (
+from optplan.core.bounds import lower_bounds
+from optplan.core.deadline import Deadline
+from optplan.core.objective import Objective, fastest_fit
+from optplan.core.plan import Placement, peaks
+from optplan.core.problem import Problem
+from optplan.core.units import Unit
+from optplan.parts import (
     Choice,
     Part,
     identical_groups,
@@ -42,6 +42,7 @@ from optplan.solvers.reduce import (
     order_choices,
     reduce,
 )
+from optplan.registry import Result, planner
 
 _INT_LIMIT = 1 << 62  # CP-SAT objectives and domains must stay inside int64
 _PACK_LIMIT = _INT_LIMIT  # above it, (lost benefit, weighted peaks) are minimized in two stages, not packed in one

@@ -2,7 +2,7 @@
 
 The same problem as the CP-SAT planner as a mixed-integer program: for users who trust MIP
 solvers, to cross-check CP-SAT, and (``lp_io``) to hand the model to Gurobi or CPLEX. It is built
-per independent part of ``optplan.solvers.reduce`` (same splitting, grid scaling, conflicting
+per independent part of ``optplan.parts`` (same splitting, grid scaling, conflicting
 pairs and identical-unit groups as CP-SAT), in the part's grid units:
 
 * ``o_i`` root offset of unit i, ``o_i = r + m * k_i`` with integer ``k_i`` (alignment); one ``k``
@@ -52,18 +52,17 @@ import numpy as np
 import ortools.sat.python.cp_model  # noqa: F401  (must precede ``import pulp``)
 import pulp
 
-from optplan.bounds import lower_bounds
-from optplan.deadline import Deadline
-from optplan.errors import OptplanError
+from optplan.core.bounds import lower_bounds
+from optplan.core.deadline import Deadline
+from optplan.core.errors import OptplanError
+from optplan.core.lifecycle import run_child
+from optplan.core.objective import Objective
+from optplan.core.plan import Placement
+from optplan.core.problem import Problem
+from optplan.core.validate import validate
 from optplan.heuristics.packer import Packer
 from optplan.heuristics.run import run_heuristics
-from optplan.lifecycle import run_child
-from optplan.objective import Objective
-from optplan.plan import Placement
-from optplan.planners import Result, planner
-from optplan.problem import Problem
-from optplan.solvers.cpsat import part_peaks, solve_parts
-from optplan.solvers.reduce import (
+from optplan.parts import (
     Choice,
     Part,
     conflict_pairs,
@@ -71,7 +70,8 @@ from optplan.solvers.reduce import (
     order_choices,
     settle,
 )
-from optplan.validate import validate
+from optplan.registry import Result, planner
+from optplan.solvers.cpsat import part_peaks, solve_parts
 
 SOLVERS = ("cbc", "highs")
 _STARTUP = {"cbc": 0.4, "highs": 0.5}  # seconds a solver's child process needs to start and report

@@ -5,7 +5,7 @@ best benefit over selections that satisfy just that (a multi-dimensional knapsac
 question, solved here exactly by CP-SAT on booleans; on a wall clock a MIP solver, SCIP as
 bundled with OR-Tools, finds its first selection: CP-SAT's hint, checked in integers, which
 CP-SAT then proves or improves; the MIP's own proof is in floating point) bounds the benefit any plan keeps in
-faster memories: a proven bound on the lost benefit ``L`` of ``optplan.objective``. Among the
+faster memories: a proven bound on the lost benefit ``L`` of ``optplan.core.objective``. Among the
 selections that lose no more, the least weighted live-load peaks of the other memories bound the
 weighted peaks ``W`` of every plan that reaches that ``L`` (a memory's peak is at least the bytes
 live in it at any step). Both bounds hold for the lexicographic value of ``fast-first``
@@ -28,11 +28,11 @@ import numpy as np
 from ortools.linear_solver import pywraplp
 from ortools.sat.python import cp_model
 
-from optplan.deadline import Deadline
-from optplan.objective import Objective, fastest_fit
-from optplan.problem import Problem
+from optplan.core.deadline import Deadline
+from optplan.core.objective import Objective, fastest_fit
+from optplan.core.problem import Problem
+from optplan.parts import Choice, Part
 from optplan.solvers.cpsat import DTIME_PER_SECOND, Settings, _int_bound, solve
-from optplan.solvers.reduce import Choice, Part
 
 LINEARIZATION = 2  # CP-SAT's linearization_level for the relaxation's solves
 # of least_lost's and least_peaks' time, for SCIP's selection, CP-SAT's hint (wall-clock deadlines; CP-SAT

@@ -11,7 +11,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from optplan.errors import OptplanError
+from optplan.core.errors import OptplanError
 from optplan.study.results import Row
 
 EXIT_OK, EXIT_NO_PLAN = 0, 1
@@ -85,14 +85,15 @@ def _instance_table(label: str, problem, rows: list[Row]) -> Table:  # type: ign
 
 
 def compare_command(args: argparse.Namespace, out: Console, prepare) -> int:  # type: ignore[no-untyped-def]
-    from optplan import jit, planners
+    from optplan import registry
+    from optplan.core import jit
     from optplan.formats.native_json import plan_to_dict
     from optplan.study.compare import compare
     from optplan.study.summary import planner_table
 
-    names = args.planners.split(",") if args.planners else planners.heuristic_names()
+    names = args.planners.split(",") if args.planners else registry.heuristic_names()
     for n in names:
-        planners.get(n)
+        registry.get(n)
     results = compare(args.paths, names, args.time_limit, args.seed, prepare)
     found = any(p.found for c in results for p in c.plans)
     if args.json:
@@ -113,9 +114,9 @@ def compare_command(args: argparse.Namespace, out: Console, prepare) -> int:  # 
 
 
 def plot_command(args: argparse.Namespace, out: Console) -> int:
+    from optplan.core.validate import validate
     from optplan.formats import read_plan_file, read_problem
     from optplan.report.layout import PlanHeader, draw_layout
-    from optplan.validate import validate
 
     problem = read_problem(args.problem)
     placements, fields = read_plan_file(args.plan, problem)
@@ -131,7 +132,7 @@ def plot_command(args: argparse.Namespace, out: Console) -> int:
 
 def memories_from_specs(specs: list[str] | None):  # type: ignore[no-untyped-def]
     """``--memory NAME[:CAPACITY][:align=N]``, fastest first (None: keep each problem's memories);
-    the one parser of memory specs is ``optplan.memspec``."""
-    from optplan.memspec import parse_memories
+    the one parser of memory specs is ``optplan.formats.memspec``."""
+    from optplan.formats.memspec import parse_memories
 
     return parse_memories(specs) if specs else None

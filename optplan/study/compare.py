@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from optplan.deadline import Deadline
-from optplan.plan import Plan
-from optplan.problem import Problem
+from optplan.core.deadline import Deadline
+from optplan.core.plan import Plan
+from optplan.core.problem import Problem
 from optplan.study.instances import discover
 from optplan.study.results import Row, derive
 from optplan.study.tasks import Task, plan_row, solve_task
@@ -26,7 +26,8 @@ def compare(paths: list[str], names: list[str], time_limit: float | None = None,
     """Every planner on every instance under ``paths``; ``prepare`` adjusts each problem (--capacity).
     ``time_limit`` holds for the whole comparison, reading included: each instance gets a share of
     what is left, each planner a share of its instance's; a planner reached after it is not run."""
-    from optplan import jit, planners
+    from optplan import registry
+    from optplan.core import jit
     from optplan.formats import read_problem
 
     deadline = Deadline(time_limit)
@@ -41,7 +42,7 @@ def compare(paths: list[str], names: list[str], time_limit: float | None = None,
         for j, name in enumerate(names):
             task = Task(label, name, time_limit, seed=seed or 0)
             if mine.expired():
-                plan = planners.finish(problem, planners.Result(None, message="not run: time limit reached"), name, 0.0)
+                plan = registry.finish(problem, registry.Result(None, message="not run: time limit reached"), name, 0.0)
             else:
                 plan = solve_task(problem, task, mine.share(1 / (len(names) - j)))
             runs.append((plan, plan_row(problem, task, plan)))

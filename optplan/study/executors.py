@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
-from optplan.errors import OptplanError
-from optplan.problem import Problem
+from optplan.core.errors import OptplanError
+from optplan.core.problem import Problem
 from optplan.study.tasks import Task, run_task
 
 Done = Callable[[Task, dict[str, object]], None]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from optplan.errors import OptplanError
+from optplan.core.errors import OptplanError
 from optplan.formats import EXTENSIONS
 
 

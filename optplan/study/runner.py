@@ -10,8 +10,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from optplan.errors import OptplanError
-from optplan.problem import Memory, Problem
+from optplan.core.buffer import Memory
+from optplan.core.errors import OptplanError
+from optplan.core.problem import Problem
 from optplan.study.instances import Instance, discover
 from optplan.study.results import COLUMNS, FOUND, Row, read_rows, write_rows
 from optplan.study.tasks import Task
@@ -42,11 +43,11 @@ class Study:
 
 
 def planner_names(names: list[str] | None) -> list[str]:
-    from optplan import planners
+    from optplan import registry
 
-    chosen = names or planners.heuristic_names() + ["auto"]
+    chosen = names or registry.heuristic_names() + ["auto"]
     for n in chosen:
-        planners.get(n)  # unknown names fail before anything runs
+        registry.get(n)  # unknown names fail before anything runs
     return list(dict.fromkeys(chosen))
 
 
@@ -124,10 +125,10 @@ def run(study: Study, progress: MakeProgress | None = None) -> tuple[list[Row], 
 def _jobs(todo: list[tuple[Instance, str]], study: Study) -> list[tuple[Problem, Task]]:
     """Every problem is read (and checked) before anything runs; the longest runs go first so that
     the last ones to finish are short."""
-    from optplan import planners
+    from optplan import registry
 
     problems = {i.label: _load(i, study) for i, _ in dict.fromkeys((i, None) for i, _ in todo)}
-    timed = {n for n in {n for _, n in todo} if "time_limit" in planners.get(n).options}  # type: ignore[attr-defined]
+    timed = {n for n in {n for _, n in todo} if "time_limit" in registry.get(n).options}  # type: ignore[attr-defined]
     jobs = [(problems[i.label], Task(i.label, n, study.time_limit, study.workers)) for i, n in todo]
     jobs.sort(key=lambda j: (j[1].planner not in timed, -len(j[0].buffers)))
     return jobs

@@ -18,9 +18,9 @@ def _pct(g: float | None) -> str:
 
 
 def heuristics(rows: list[Row]) -> set[str]:
-    from optplan import planners
+    from optplan import registry
 
-    return set(planners.heuristic_names()) & {str(r["planner"]) for r in rows}
+    return set(registry.heuristic_names()) & {str(r["planner"]) for r in rows}
 
 
 def planner_table(rows: list[Row]) -> list[str]:

@@ -6,9 +6,9 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from optplan.deadline import Deadline
-from optplan.plan import Plan
-from optplan.problem import Problem
+from optplan.core.deadline import Deadline
+from optplan.core.plan import Plan
+from optplan.core.problem import Problem
 
 
 @dataclass(frozen=True)
@@ -50,12 +50,12 @@ NO_CLOCKS = "not run: does not handle vector clocks"
 def solve_task(problem: Problem, task: Task, deadline: Deadline | None = None) -> Plan:
     """``deadline``: instead of the task's own time limit (compare shares one among its planners).
     A planner that cannot take the problem (vector clocks) is not run: a plan without placements says so."""
-    from optplan import planners
+    from optplan import registry
 
-    if problem.concurrent and not planners.get(task.planner).clocks:  # type: ignore[attr-defined]
-        return planners.finish(problem, planners.Result(None, message=NO_CLOCKS), task.planner, 0.0)
+    if problem.concurrent and not registry.get(task.planner).clocks:  # type: ignore[attr-defined]
+        return registry.finish(problem, registry.Result(None, message=NO_CLOCKS), task.planner, 0.0)
     limit = {"time_limit": task.time_limit} if deadline is None else {"deadline": deadline}
-    return planners.solve(problem, task.planner, workers=task.workers, seed=task.seed, **limit)
+    return registry.solve(problem, task.planner, workers=task.workers, seed=task.seed, **limit)
 
 
 def run_task(problem: Problem, task: Task) -> dict[str, object]:

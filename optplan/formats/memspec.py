@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from optplan.errors import OptplanError
-from optplan.problem import Memory
+from optplan.core.buffer import Memory
+from optplan.core.errors import OptplanError
 
 _UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
           "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "kb": 10**3, "mb": 10**6, "gb": 10**9}

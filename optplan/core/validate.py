@@ -12,15 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit
 
-from optplan import jit
-from optplan.plan import Layout, Placement, offsets
-from optplan.problem import INT64_MAX, Buffer, Problem
-
-# Up to this many buffers per memory the sweep runs in Python (0.5 s at 28k) unless numba is up
-# already: loading numba for it costs about a second of CPU (a planner without kernels: cpsat, milp).
-PY_SWEEP_MAX = 50_000
+from optplan.core import jit, sweeps
+from optplan.core.buffer import INT64_MAX, Buffer
+from optplan.core.plan import Layout, Placement, offsets
+from optplan.core.problem import Problem
 
 
 @dataclass(frozen=True)
@@ -107,9 +103,8 @@ def _plain_valid(problem: Problem, placements: Mapping[str, Placement]) -> bool:
 
 
 def _sweep(n: int) -> Any:
-    """``_any_overlap`` for ``n`` intervals: compiled, or the same code in Python while its kernel
-    may not be used (``optplan.jit``) or, up to ``PY_SWEEP_MAX``, while numba is not loaded yet."""
-    return _any_overlap if jit.usable("validate") and (n > PY_SWEEP_MAX or jit.loaded()) else _any_overlap.py_func
+    """``sweeps.any_overlap`` for ``n`` intervals: compiled where it pays (``jit.kernel``), else in Python."""
+    return jit.kernel("validate", n, sweeps.any_overlap, "any_overlap")
 
 
 def _relative_roots(problem: Problem) -> dict[str, str]:
@@ -160,53 +155,6 @@ def _overlaps(problem: Problem, placements: Mapping[str, Placement], mems: dict,
                 if len(out) >= limit:
                     return out
     return out
-
-
-@njit(cache=True)
-def _any_overlap(start: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> bool:
-    """Whether two intervals share a time step and a byte, in O(n log n): a sweep over time
-    (sorted ``start``; ends first at equal times) keeps the live byte ranges, pairwise disjoint
-    while the answer is no, so a new range need only be compared with its neighbours in byte
-    order (found with a Fenwick tree over the ranks of ``lo``)."""
-    n = len(start)
-    by_lo = np.argsort(lo, kind="mergesort")
-    rank = np.empty(n, np.int64)
-    rank[by_lo] = np.arange(n)
-    tree = np.zeros(n + 1, np.int64)
-    ends = np.argsort(end, kind="mergesort")
-    top = 1
-    while top * 2 <= n:
-        top *= 2
-    j = 0
-    for i in range(n):
-        while end[ends[j]] <= start[i]:  # ranges that ended leave the sweep
-            k = rank[ends[j]] + 1
-            while k <= n:
-                tree[k] -= 1
-                k += k & -k
-            j += 1
-        k, below = rank[i] + 1, 0  # live ranges at or below rank[i]
-        while k > 0:
-            below += tree[k]
-            k -= k & -k
-        for c in (below, below + 1):  # the byte-order neighbours: the c-th live range
-            if c == 0:
-                continue
-            pos, rest, step = 0, c, top
-            while step:
-                if pos + step <= n and tree[pos + step] < rest:
-                    pos += step
-                    rest -= tree[pos]
-                step >>= 1
-            if pos < n:
-                other = by_lo[pos]
-                if lo[other] < hi[i] and lo[i] < hi[other]:
-                    return True
-        k = rank[i] + 1
-        while k <= n:
-            tree[k] += 1
-            k += k & -k
-    return False
 
 
 def _occupied(b: Buffer, offset: int) -> list[tuple[Any, Any, int, int]]:

@@ -4,7 +4,7 @@ Planners, the Plan, the plan file, ``--json`` and the report all hold an ``Objec
 compares objective strings. Its ``value`` turns a plan into one integer (smaller is better), the
 number every planner minimises and every comparison of plans uses. Two quantities enter it:
 
-* ``W``, the weighted peaks (``optplan.problem.objective_weights``: slowest memory first; a
+* ``W``, the weighted peaks (``optplan.core.problem.objective_weights``: slowest memory first; a
   capacitated memory with a slower one behind weighs 0, its size is fixed by the chip);
 * ``L``, the benefit *lost* to slower memories, tier by tier fastest first: ``L_t`` is the benefit
   (``Buffer.gain``) of the buffers outside the ``t + 1`` fastest memories, and ``L`` mixes
@@ -27,14 +27,16 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from optplan.errors import OptplanError
-from optplan.problem import Columns, objective_weights
+from optplan.core.columns import Columns
+from optplan.core.errors import OptplanError
+from optplan.core.placement import Placement, peaks
+from optplan.core.problem import objective_weights
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from optplan.plan import Placement
-    from optplan.problem import Problem, Unit
+    from optplan.core.problem import Problem
+    from optplan.core.units import Unit
 
 PEAK_BITS = 63  # no peak exceeds 2**63 bytes (offsets are int64 everywhere)
 BENEFIT, PEAKS = "benefit kept", "peaks"  # the names of the quantities in ``Objective.components``
@@ -184,8 +186,6 @@ class Objective:
 
     def value(self, problem: Problem, placements: Mapping[str, Placement]) -> int:
         """The plan's value (smaller is better)."""
-        from optplan.plan import peaks
-
         w = self.weights(problem)
         weighted = sum(w[m] * v for m, v in peaks(problem, placements).items())
         return self.combine(problem, weighted, self.lost(problem, placements) if self.counts_benefit else 0)

@@ -26,15 +26,18 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from optplan import jit, planners
-from optplan.deadline import Deadline
+from optplan import registry
+from optplan.core import jit
+from optplan.core.clocks import clock_graph
+from optplan.core.deadline import Deadline
+from optplan.core.lifecycle import Member, fork_member
+from optplan.core.objective import Goal, Objective
+from optplan.core.plan import Placement, Plan, Status, peaks
+from optplan.core.problem import Problem, objective_weights
 from optplan.heuristics.run import run_heuristics
-from optplan.incumbent import Incumbent
-from optplan.lifecycle import Member, fork_member
-from optplan.objective import Goal, Objective
-from optplan.plan import Placement, Plan, Status, peaks
-from optplan.planners import Result, planner
-from optplan.problem import Problem, objective_weights
+from optplan.parts import Choice, Part, Reduction, columns_only, merge, reduce, settle
+from optplan.portfolio.incumbent import Incumbent
+from optplan.registry import Result, planner
 from optplan.search import engine
 from optplan.search.instance import MAX_PAIRS
 from optplan.solvers.cpsat import (
@@ -49,7 +52,6 @@ from optplan.solvers.cpsat import (
     run,
     stop_reason,
 )
-from optplan.solvers.reduce import Choice, Part, Reduction, columns_only, merge, reduce, settle
 from optplan.solvers.selection import Staging, alone, pack_selection
 
 # of a single-memory part's time, for the exact search engine when it is registered (CP-SAT and LNS
@@ -108,7 +110,7 @@ def _auto_clocks(problem: Problem, best: Plan | None, objective: Objective, dead
     from optplan.solvers.clock_models import MAX_PAIRS, cpsat_clocks
 
     hint = best.placements if best is not None and best.found else None
-    pairs = problem.clock_graph.pairs()
+    pairs = clock_graph(problem).pairs()
     if hint is not None and pairs > MAX_PAIRS:
         return Result(hint, stats=stats, message=f"{pairs:,} conflicting pairs: too many for the pairwise exact model; "
                                                  "the best heuristic plan stands")
@@ -223,7 +225,7 @@ def _reduce_seconds(problem: Problem, one_part: bool = False) -> float:
     """Wall seconds ``reduce`` would take on ``problem`` now (``REDUCE_*SECONDS_PER_UNIT``)."""
     per_unit = REDUCE_ONE_PART_SECONDS_PER_UNIT if one_part else \
         REDUCE_COLUMNS_SECONDS_PER_UNIT if columns_only(problem) else REDUCE_SECONDS_PER_UNIT
-    return per_unit * problem.unit_count * planners.slowdown()
+    return per_unit * problem.unit_count * registry.slowdown()
 
 
 def _parts_affordable(problem: Problem, work: Deadline) -> bool:
@@ -267,18 +269,18 @@ def _early_search(problem: Problem, work: Deadline, objective: Objective, seed: 
     not wait for the heuristics' time to run out (they did: S_1 ended at 1.0423)."""
     name = SEARCH_MEMBERS[0] if SEARCH_MEMBERS else ""
     if (problem.unit_count <= SEARCH_MAX_UNITS or problem.concurrent or not _can_race(Settings(workers), work)
-            or not work.limited or name not in planners.names() or not jit.usable("search")):
+            or not work.limited or name not in registry.names() or not jit.usable("search")):
         return None
     start, end = problem.columns.start, problem.columns.end
     pairs = _pairs(start, end)
     if pairs <= MAX_PAIRS or 4 * DIVE_SECONDS_PER_PAIR * pairs > 0.5 * work.left():
         return None
     # after the pairs: a pass over every unit (a million S_1-shaped buffers: seconds, for a search not run)
-    declines = getattr(planners.get(name), "declines", None)
+    declines = getattr(registry.get(name), "declines", None)
     if declines is not None and declines(problem):
         return None
     searching = work.part(EARLY_SHARE * work.left())  # it ends in time to check and send back its plan
-    member = fork_member(lambda d: planners.solve(problem, name, deadline=d, seed=seed, objective=objective,
+    member = fork_member(lambda d: registry.solve(problem, name, deadline=d, seed=seed, objective=objective,
                                                   workers=1), searching, grace=1.0)
     return member, searching
 
@@ -342,9 +344,9 @@ class _SearchRace:
         floor = objective.optimizes and len(problem.memories) == 1 and deadline.limited and FLOOR_RACE_SHARE > 0
         if ((objective.optimizes and not floor) or problem.concurrent or problem.unit_count > SEARCH_MAX_UNITS
                 or (not floor and all(m.capacity is None for m in problem.memories))
-                or not _can_race(Settings(workers), deadline) or name not in planners.names() or not jit.usable("search")):
+                or not _can_race(Settings(workers), deadline) or name not in registry.names() or not jit.usable("search")):
             return None
-        declines = getattr(planners.get(name), "declines", None)
+        declines = getattr(registry.get(name), "declines", None)
         if declines is not None and declines(problem):
             return None
         mine = max(1, workers // 2)
@@ -352,7 +354,7 @@ class _SearchRace:
         if floor:
             member = fork_member(lambda d: _minimize_search(problem, name, d, seed, mine, objective), searching, grace=1.0)
         else:
-            member = fork_member(lambda d: planners.solve(problem, name, deadline=d, seed=seed, objective=objective,
+            member = fork_member(lambda d: registry.solve(problem, name, deadline=d, seed=seed, objective=objective,
                                                           workers=mine), searching, grace=1.0)
         return cls(problem, objective, member, searching, deadline.part(None), floor)
 
@@ -442,7 +444,7 @@ def _minimize_search(problem: Problem, name: str, deadline: Deadline, seed: int,
     with a known optimum have it at the load bound); where the optimum lies above (minimalloc/D)
     the plan keeps coming down on this process's core."""
     engine.FLOOR_SHARE = RACE_FLOOR_SHARE  # (a forked process: the engine's constant changes here only)
-    return planners.solve(problem, name, deadline=deadline, seed=seed, objective=objective, workers=workers)
+    return registry.solve(problem, name, deadline=deadline, seed=seed, objective=objective, workers=workers)
 
 
 def _lower_priority(nice: int) -> None:
@@ -583,7 +585,7 @@ def _staging(part: Part, objective: Objective, incumbent: list[Choice] | None, d
     incumbent = _keep_better(objective, part, incumbent, pack_selection(part, chosen))
     tries = cuts = 0
     misses: list[str] = []
-    while "search" in planners.names() and objective.benefit_first and optimal and not deadline.expired():
+    while "search" in registry.names() and objective.benefit_first and optimal and not deadline.expired():
         tries += 1
         weighted, chosen = model.least_peaks(model.lost_of(chosen), deadline.share(0.5), settings)
         if chosen is None:
@@ -653,12 +655,12 @@ def _pack_alone(problem: Problem, goal: Objective, deadline: Deadline, settings:
     then, when it neither proved nor refuted, CP-SAT on the rest (it packs some 80-unit sets
     at 50 % of the load that the search does not: generated and MiniMalloc-style instances);
     the better plan."""
-    plan = planners.solve(problem, "search", deadline=deadline.share(PACK_SEARCH_SHARE), seed=seed,
+    plan = registry.solve(problem, "search", deadline=deadline.share(PACK_SEARCH_SHARE), seed=seed,
                           workers=settings.workers, objective=goal)
     settled = plan.status in (Status.OPTIMAL, Status.INFEASIBLE) or (plan.found and not goal.optimizes)
-    if settled or "cpsat" not in planners.names() or deadline.expired():
+    if settled or "cpsat" not in registry.names() or deadline.expired():
         return plan
-    other = planners.solve(problem, "cpsat", deadline=deadline, seed=seed, workers=settings.workers, objective=goal)
+    other = registry.solve(problem, "cpsat", deadline=deadline, seed=seed, workers=settings.workers, objective=goal)
     if other.found and (not plan.found or other.objective_value < plan.objective_value):
         return other
     return plan if plan.found or other.status is not Status.INFEASIBLE else other
@@ -717,7 +719,7 @@ def _search_members(part: Part, clock: Deadline, settings: Settings, dived: bool
     if (len(part.units) > SEARCH_MAX_UNITS and clock.limited
             and clock.left() * share < SEARCH_SECONDS_PER_UNIT * len(part.units)):
         return []
-    return [name for name in SEARCH_MEMBERS if name in planners.names()]
+    return [name for name in SEARCH_MEMBERS if name in registry.names()]
 
 
 def _can_race(settings: Settings, clock: Deadline) -> bool:
@@ -729,7 +731,7 @@ def _run_search(name: str, part: Part, clock: Deadline, workers: int, objective:
     """The search engine on the part (its work counts against ``clock``, deterministic mode too);
     None if it failed (reported in ``stats``: a failing member must not sink the portfolio)."""
     try:
-        return planners.solve(part.sub_problem, name, deadline=clock, seed=seed, objective=objective, workers=workers,
+        return registry.solve(part.sub_problem, name, deadline=clock, seed=seed, objective=objective, workers=workers,
                               goal=None if goal is None else {m: v * part.scale for m, v in goal.items()})
     except Exception as e:  # noqa: BLE001 - reported
         stats[f"{name}_error"] = f"{type(e).__name__}: {e}"
@@ -774,7 +776,7 @@ def _race(part: Part, clock: Deadline, settings: Settings, objective: Objective,
         if quiet:  # (a forked process: the engine's constant changes here only)
             _lower_priority(RACE_NICE)
             engine.FLOOR_SHARE = 0.0  # the race decides the bound: all of this one's time goes to a better plan
-        return planners.solve(part.sub_problem, name, deadline=d, seed=seed, objective=objective, workers=mine, goal=caps)
+        return registry.solve(part.sub_problem, name, deadline=d, seed=seed, objective=objective, workers=mine, goal=caps)
 
     member = fork_member(searching_member, searching)
     verdict: list[Result | None] = [None]

@@ -18,13 +18,14 @@ from pathlib import Path
 
 import pulp
 
-from optplan.deadline import Deadline
-from optplan.errors import FormatError, OptplanError
+from optplan.core.deadline import Deadline
+from optplan.core.errors import FormatError, OptplanError
+from optplan.core.objective import Objective
+from optplan.core.plan import Plan
+from optplan.core.problem import Problem
 from optplan.formats.output import atomic_output
-from optplan.objective import Objective
-from optplan.plan import Plan
-from optplan.planners import Result, finish
-from optplan.problem import Problem
+from optplan.parts import Reduction, reduce, settle
+from optplan.registry import Result, finish
 from optplan.solvers.milp import (
     assign_name,
     best_heuristic,
@@ -33,7 +34,6 @@ from optplan.solvers.milp import (
     offset_name,
     read_choices,
 )
-from optplan.solvers.reduce import Reduction, reduce, settle
 
 MODEL_EXTENSIONS = (".lp", ".mps")
 

@@ -22,26 +22,48 @@ import importlib
 import os
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from optplan.deadline import Deadline
+from optplan.core.deadline import Deadline
 
-# group -> (module, its kernels called from Python: compiled means each is in numba's cache)
+# group -> (module, its kernels called from Python: compiled means each is in numba's cache). The
+# core's own groups are here; a planner family adds its group with ``register`` when its package is
+# imported, so this gate never imports a family (``optplan.warmup`` imports them all to compile).
 GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "validate": ("optplan.validate", ("_any_overlap",)),
-    "plan": ("optplan.plan", ("_highest",)),  # usage curves of the reports
-    "heuristics": ("optplan.heuristics.compiled", ("_pack", "_banked", "_recycle")),
-    "search": ("optplan.search.kernel", ("search", "overlap_graph", "count_overlaps", "skyline_dive")),
+    "validate": ("optplan.core.compiled", ("any_overlap",)),
+    "plan": ("optplan.core.compiled", ("highest",)),  # usage curves of the reports
 }
 COMPILE_MIN_SECONDS = 60.0  # a child compile is tried when half the time left is at least this
 _usable: dict[str, bool] = {}  # decided for this process; a group not in it compiles where first used
 _tried_child = False
 
 
+def register(group: str, module: str, kernels: tuple[str, ...], warm: Callable[[], None]) -> None:
+    """Add a family's kernel group: ``module`` defines ``kernels`` (numba dispatchers), and ``warm()``
+    compiles or loads every one of them by running the family's code on a small problem."""
+    GROUPS[group] = (module, kernels)
+    _WARMUPS[group] = warm
+
+
 def usable(group: str) -> bool:
     """Whether code may call ``group``'s kernels now (False: a time limit is running and they are
     not compiled; use the pure-Python way)."""
     return _usable.get(group, True)
+
+
+# up to this many items a kernel's Python form runs while numba is not loaded yet: starting numba and
+# loading a kernel costs about 0.5 CPU s, more than the Python form of a sweep over 50,000 intervals
+PYTHON_MAX_ITEMS = 50_000
+
+
+def kernel(group: str, n: int, python: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """The function to run on ``n`` items: ``group``'s compiled ``name`` where it may be used and
+    pays (numba loaded already, or more than ``PYTHON_MAX_ITEMS``), else ``python``, the same code."""
+    if not usable(group) or (n <= PYTHON_MAX_ITEMS and not loaded()):
+        return python
+    return getattr(importlib.import_module(GROUPS[group][0]), name)
 
 
 def not_compiled() -> list[str]:
@@ -96,14 +118,73 @@ def prepare(deadline: Deadline) -> None:
     _usable.update({g: g not in missing for g in GROUPS})
 
 
+def key_cache(kernel_file: str, call_graph: Sequence[str]) -> None:
+    """Key numba's on-disk cache of the kernels defined in ``kernel_file`` by the content of every
+    file of their call graph (``call_graph``: paths, ``kernel_file`` among them). Numba stamps a
+    cached kernel with its own file alone, so a change to a function it calls from another file
+    would load stale machine code. Call it before the kernels are defined (numba picks a kernel's
+    cache locator when it is decorated)."""
+    from numba.core import caching
+
+    files = tuple(sorted({os.path.abspath(f) for f in (kernel_file, *call_graph)}))
+    _CALL_GRAPHS[os.path.abspath(kernel_file)] = files
+    if _CallGraphLocator is None:
+        _install_locator(caching)
+
+
+_CALL_GRAPHS: dict[str, tuple[str, ...]] = {}  # kernel file -> every file of its call graph
+_CallGraphLocator: Any = None
+
+
+def _install_locator(caching: Any) -> None:
+    """Put a locator before numba's own: for a file named in ``_CALL_GRAPHS`` it finds the cache
+    where numba's would, and stamps it with the content of the whole call graph."""
+    global _CallGraphLocator
+    standard = list(caching.CacheImpl._locator_classes)
+
+    class CallGraphLocator(caching._CacheLocator):
+        def __init__(self, inner: Any, files: tuple[str, ...]) -> None:
+            self._inner, self._files = inner, files
+
+        def ensure_cache_path(self) -> None:
+            self._inner.ensure_cache_path()
+
+        def get_cache_path(self) -> str:
+            return self._inner.get_cache_path()
+
+        def get_disambiguator(self) -> str:
+            return self._inner.get_disambiguator()
+
+        def get_source_stamp(self) -> object:
+            stamps = []
+            for f in self._files:
+                st = os.stat(f)
+                stamps.append(caching._hash_source_file(f, st.st_mtime, st.st_size))
+            return tuple(stamps)
+
+        @classmethod
+        def from_function(cls, py_func: Any, py_file: str) -> Any:
+            files = _CALL_GRAPHS.get(os.path.abspath(py_file))
+            if files is None:
+                return None
+            for locator in standard:
+                inner = locator.from_function(py_func, py_file)
+                if inner is not None:
+                    return cls(inner, files)
+            return None
+
+    caching.CacheImpl._locator_classes.insert(0, CallGraphLocator)
+    _CallGraphLocator = CallGraphLocator
+
+
 def compile_in_child(groups: list[str], deadline: Deadline) -> bool:
     """``warmup(groups)`` in a child process (it fills numba's cache), stopped at ``deadline``;
     whether it finished."""
-    from optplan import lifecycle
+    from optplan.core import lifecycle
 
     root = str(Path(__file__).resolve().parents[1])  # the optplan this process runs
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
-    code, stopped = lifecycle.run_child([sys.executable, "-c", f"from optplan import jit; jit.warmup({groups!r})"],
+    code, stopped = lifecycle.run_child([sys.executable, "-c", f"from optplan.warmup import warm; warm({groups!r})"],
                                         deadline, env=env)
     return code == 0 and not stopped
 
@@ -130,9 +211,9 @@ def cache_dir() -> str:
 
 
 def warmup(groups: list[str] | None = None) -> dict[str, float]:
-    """Compile (or load) every kernel of ``groups`` (default: all) by running the code that uses
-    them on small problems; seconds per group. Afterwards ``compiled(group)`` holds. It needs numba
-    and numpy only (not the solvers: a package build runs it)."""
+    """Compile (or load) every kernel of ``groups`` (default: every group registered so far) by
+    running the code that uses them on small problems; seconds per group. Afterwards
+    ``compiled(group)`` holds. ``optplan.warmup.warm`` registers every family first."""
     out = {}
     for group in groups or list(GROUPS):
         t0 = time.perf_counter()
@@ -142,12 +223,13 @@ def warmup(groups: list[str] | None = None) -> dict[str, float]:
     return out
 
 
-def _problem(n: int = 40, seed: int = 0):  # noqa: ANN202 - Problem; imported lazily
+def sample_problem(n: int = 40, seed: int = 0):  # noqa: ANN201 - Problem; imported lazily
     """``n`` buffers with overlapping lifetimes, sizes in 32-byte steps: enough for the search to
     backtrack and restart (its tables grow) and for every heuristic's code path."""
     import random
 
-    from optplan.problem import Buffer, Problem
+    from optplan.core.buffer import Buffer
+    from optplan.core.problem import Problem
 
     rng = random.Random(seed)
     out = []
@@ -160,45 +242,20 @@ def _problem(n: int = 40, seed: int = 0):  # noqa: ANN202 - Problem; imported la
 def _warm_validate() -> None:
     import numpy as np
 
-    from optplan.validate import _any_overlap  # small problems use its Python form (PY_SWEEP_MAX)
+    from optplan.core.compiled import any_overlap
 
     one = np.arange(4, dtype=np.int64)
-    _any_overlap(one, one + 2, one, one + 1)
+    any_overlap(one, one + 2, one, one + 1)
 
 
 def _warm_plan() -> None:
     import numpy as np
 
-    from optplan.plan import _highest
+    from optplan.core.compiled import highest
 
     one = np.arange(4, dtype=np.int64)
-    _highest(one, one + 1, one, 5)
+    highest(one, one + 1, one, 5)
 
 
-def _warm_heuristics() -> None:
-    from optplan.heuristics import compiled
-    from optplan.heuristics.orders import by_start
-    from optplan.heuristics.packer import greedy
-
-    problem = _problem()
-    for policy in ("first", "best", "heap"):
-        greedy(problem, problem.units, policy)
-    compiled.banked(problem)
-    compiled.recycle(problem, by_start(problem))
-
-
-def _warm_search() -> None:
-    from optplan.deadline import Deadline
-    from optplan.search import instance, planner
-
-    search = planner.search.__wrapped__  # type: ignore[attr-defined]  # the planner without the registry's modules
-    search(_problem(), deadline=Deadline(None))
-    limit, instance.MAX_PAIRS = instance.MAX_PAIRS, -1  # every instance large: the lowest-offset dives
-    try:
-        search(_problem(), deadline=Deadline(None))
-    finally:
-        instance.MAX_PAIRS = limit
-
-
-_WARMUPS = {"validate": _warm_validate, "plan": _warm_plan, "heuristics": _warm_heuristics, "search": _warm_search}
+_WARMUPS: dict[str, Callable[[], None]] = {"validate": _warm_validate, "plan": _warm_plan}
 

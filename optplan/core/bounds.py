@@ -17,8 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optplan.clocks import clique_bound
-from optplan.problem import INT64_MAX, Problem, Unit
+from optplan.core.buffer import INT64_MAX
+from optplan.core.clocks import clique_bound, clock_graph
+from optplan.core.problem import Problem
+from optplan.core.units import Unit
 
 
 @dataclass(frozen=True)
@@ -186,7 +188,7 @@ def _fixed_conflict(problem: Problem) -> str | None:
     """Two units pinned to the same memory and offset range at the same time cannot both exist."""
     fixed = [u for u in problem.units if u.fixed_offset is not None and len(u.memories) == 1 and u.pieces]
     if problem.concurrent:
-        graph = problem.clock_graph
+        graph = clock_graph(problem)
         number = {r: i for i, r in enumerate(graph.roots)}
     for a, b in itertools.combinations(fixed, 2):
         if a.memories != b.memories or a.fixed_offset is None or b.fixed_offset is None:

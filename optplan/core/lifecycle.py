@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO, Any
 
-from optplan.deadline import Deadline
+from optplan.core.deadline import Deadline
 
 _groups: set[int] = set()  # process groups of running children
 _lock = threading.Lock()

@@ -3,7 +3,7 @@
 Every planner, heuristic or exact, is registered with ``@planner("name")`` on a function
 ``(problem, **options) -> Result``. The registered callable has the public signature
 ``(problem, **options) -> Plan``: it times the call, combines the planner's proven bounds with
-``optplan.bounds``, decides the status truthfully and runs the independent validator. A plan the
+``optplan.core.bounds``, decides the status truthfully and runs the independent validator. A plan the
 validator rejects raises PlannerBug; it never reaches the caller.
 """
 
@@ -19,14 +19,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from os import PathLike
 
-from optplan import jit
-from optplan.bounds import lower_bounds
-from optplan.deadline import Deadline, current, running
-from optplan.errors import OptplanError, PlannerBug
-from optplan.objective import Objective
-from optplan.plan import Layout, Placement, Plan, Status, peaks
-from optplan.problem import Problem
-from optplan.validate import validate
+from optplan.core import jit
+from optplan.core.bounds import lower_bounds
+from optplan.core.deadline import Deadline, current, running
+from optplan.core.errors import OptplanError, PlannerBug
+from optplan.core.objective import Objective
+from optplan.core.plan import Layout, Placement, Plan, Status, peaks
+from optplan.core.problem import Problem
+from optplan.core.validate import validate
 
 # Modules whose import registers planners, in registry order; imported in that order as far as a
 # caller needs (``compare`` wants the heuristics only, not OR-Tools, PuLP or the search).
@@ -73,8 +73,8 @@ def planner(name: str, clocks: bool = False, anytime: bool = False,
 
     Every planner runs under one Deadline (options ``time_limit``/``deterministic``/``deadline``),
     counted from the call: the kernels it needs are loaded (or, without a limit, compiled) within it
-    (``optplan.jit``), ``fn`` gets it less the time to check and report the plan (``FINISH_*``), and
-    code deep below ``fn`` polls it through ``optplan.deadline.current()``."""
+    (``optplan.core.jit``), ``fn`` gets it less the time to check and report the plan (``FINISH_*``), and
+    code deep below ``fn`` polls it through ``optplan.core.deadline.current()``."""
 
     def register(fn: PlannerFn) -> Callable[..., Plan]:
         params = set(inspect.signature(fn).parameters) - {"problem"}
@@ -199,7 +199,7 @@ def make_deadline(options: dict[str, object]) -> Deadline:
         if limit is not None or det:
             raise OptplanError("give either deadline= or time_limit=/deterministic=, not both")
         if not isinstance(given, Deadline):
-            raise OptplanError(f"deadline must be an optplan.deadline.Deadline, got {type(given).__name__}")
+            raise OptplanError(f"deadline must be an optplan.core.deadline.Deadline, got {type(given).__name__}")
         return given
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float))
                               or not 0 <= limit < float("inf")):
@@ -331,7 +331,7 @@ _OPTIONS: dict[str, tuple[Callable[[object], bool], str]] = {
     "iterations": (lambda v: _whole(v, 1, 2**63 - 1), "a positive integer"),
     "objective": (lambda v: isinstance(v, Objective) or v in Objective.NAMES, "one of " + ", ".join(map(repr, Objective.NAMES))),
     "deterministic": (lambda v: isinstance(v, bool), "True or False"),
-    "deadline": (lambda v: isinstance(v, Deadline), "an optplan.deadline.Deadline"),
+    "deadline": (lambda v: isinstance(v, Deadline), "an optplan.core.deadline.Deadline"),
     "progress": (callable, "a function taking a dict"),
 }
 

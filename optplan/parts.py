@@ -31,11 +31,12 @@ from functools import cached_property
 
 import numpy as np
 
-from optplan.bounds import lower_bounds
-from optplan.objective import Objective, fastest_fit
-from optplan.plan import Placement, peaks
-from optplan.planners import Result
-from optplan.problem import Problem, Unit
+from optplan.core.bounds import lower_bounds
+from optplan.core.objective import Objective, fastest_fit
+from optplan.core.plan import Placement, peaks
+from optplan.core.problem import Problem
+from optplan.core.units import Unit
+from optplan.registry import Result
 
 Choice = tuple[str, int]  # (memory, root offset) of one unit
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 
-from optplan.objective import Objective
-from optplan.planners import Result
+from optplan.core.objective import Objective
+from optplan.parts import Choice, Part
+from optplan.registry import Result
 from optplan.solvers.cpsat import part_result, part_value
-from optplan.solvers.reduce import Choice, Part
 
 
 class Incumbent:

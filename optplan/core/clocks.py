@@ -5,7 +5,7 @@ before ``b`` when ``a.end <= b.start`` in every component; two buffers conflict 
 bytes) unless one happens before the other. A scalar lifetime is the one-stream case, where this
 is the usual ``[start, end)`` overlap. Scalar problems never come here: their conflicts are
 intervals, which the planners handle by sweeping time; a concurrent problem's conflict graph is
-derived once (``Problem.clock_graph``) and read by the planners that support clocks.
+derived once (``clock_graph(problem)``) and read by the planners that support clocks.
 
 Relative placements and gaps keep their meaning: a unit (a buffer and those placed relative to
 it) moves as one, each member with its own clock; a gap is a span of clocks inside the lifetime
@@ -16,27 +16,17 @@ bytes of their concurrent spans.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import weakref
+from collections.abc import Sequence
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from optplan.problem import Buffer, Problem
+from optplan.core.buffer import Buffer
+from optplan.core.problem import Problem
 
 EXACT_CLIQUE_NODES = 200_000  # branch-and-bound nodes before the clique bound settles for the best found
 EXACT_CLIQUE_VERTICES = 400  # larger graphs: the greedy cliques only (each still a proven bound)
 GREEDY_SEEDS = 64  # on larger graphs, greedy cliques grown from the heaviest and the busiest vertices
-
-
-def happens_before(a: Buffer, b: Buffer) -> bool:
-    return all(x <= y for x, y in zip(a.end, b.start))  # type: ignore[call-overload]
-
-
-def concurrent(a: Buffer, b: Buffer) -> bool:
-    """Whether ``a`` and ``b`` need disjoint bytes: neither happens before the other."""
-    return not happens_before(a, b) and not happens_before(b, a)
 
 
 Piece = tuple[tuple[int, ...], tuple[int, ...], int, int]  # (start clock, end clock, y0, y1)
@@ -61,6 +51,18 @@ def spans(b: Buffer) -> tuple[Piece, ...]:
     if t != b.end:
         out.append((t, b.end, 0, b.size))
     return tuple(out)
+
+
+_graphs: weakref.WeakKeyDictionary[Problem, ClockGraph] = weakref.WeakKeyDictionary()
+
+
+def clock_graph(problem: Problem) -> ClockGraph:
+    """Vector clocks: which units conflict and at which relative offsets they would share a byte;
+    derived once per problem, for the planners that handle clocks."""
+    graph = _graphs.get(problem)
+    if graph is None:
+        graph = _graphs.setdefault(problem, ClockGraph(problem))
+    return graph
 
 
 class ClockGraph:
@@ -201,7 +203,7 @@ def heaviest_clique(weights: Sequence[int], neighbours: Sequence[set[int]],
 def clique_bound(problem: Problem, roots: Sequence[str]) -> tuple[int, bool]:
     """Heaviest clique of conflicting spans among the units ``roots`` of ``problem`` (a span
     weighs its height: spans of a clique need disjoint bytes, so the peak is at least their sum)."""
-    graph = problem.clock_graph
+    graph = clock_graph(problem)
     index = {r: i for i, r in enumerate(graph.roots)}
     chosen = np.zeros(len(graph.roots), bool)
     chosen[[index[r] for r in roots]] = True

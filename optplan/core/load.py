@@ -1,0 +1,62 @@
+"""Live load over time: the one sweep that bounds, checks and reports read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from optplan.core import jit, sweeps
+from optplan.core.columns import distinct
+from optplan.core.placement import Placement, offsets
+
+if TYPE_CHECKING:
+    from optplan.core.problem import Problem
+
+
+@dataclass(frozen=True)
+class UsageCurve:
+    """Step function over time for one memory: at ``times[i] <= t < times[i+1]``, ``live[i]``
+    bytes are live and the highest used byte is ``top[i]``."""
+
+    times: np.ndarray
+    live: np.ndarray
+    top: np.ndarray
+
+    @property
+    def peak_step(self) -> int | None:
+        """The first time step at which the highest used byte is reached."""
+        if len(self.top) == 0 or self.top.max() == 0:
+            return None
+        return int(self.times[int(np.argmax(self.top))])
+
+
+def usage_curve(problem: Problem, placements: Mapping[str, Placement], memory: str) -> UsageCurve:
+    """Live bytes and highest used byte over time in ``memory`` (for reports and plots).
+
+    Live bytes leave out gaps and count only a gap's window; an active buffer's highest byte is
+    ``offset + size`` even inside a window, as in the peak."""
+    off = offsets(problem, placements) if problem.columns.plain and problem.memory_names == (memory,) else None
+    if off is not None:  # one rectangle per buffer with bytes: the columns
+        cols, held = problem.columns, problem.columns.size > 0
+        start, end, size, top = cols.start[held], cols.end[held], cols.size[held], (off + cols.size)[held]
+    else:
+        bufs = [b for b in problem.buffers if b.size > 0 and b.id in placements and placements[b.id].memory == memory]
+        rects = [(t0, t1, y1 - y0, placements[b.id].offset + b.size) for b in bufs for t0, t1, y0, y1 in b.footprint()]
+        start, end, size, top = (np.array(c, np.int64) for c in zip(*rects)) if rects else [np.zeros(0, np.int64)] * 4
+    if not len(start):
+        return UsageCurve(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    times = distinct(np.concatenate([start, end]))
+    delta = np.zeros(len(times), np.int64)
+    np.add.at(delta, np.searchsorted(times, start), size)
+    np.add.at(delta, np.searchsorted(times, end), -size)
+    live = np.cumsum(delta)
+    highest = _highest_kernel(len(start))(np.searchsorted(times, start), np.searchsorted(times, end), top, len(times))
+    return UsageCurve(times, live, highest)
+
+
+def _highest_kernel(n: int) -> Callable[..., np.ndarray]:
+    """``sweeps.highest`` compiled where it pays (``jit.kernel``), else in Python."""
+    return jit.kernel("plan", n, sweeps.highest, "highest")
