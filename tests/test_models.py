@@ -66,7 +66,7 @@ def test_greedy_plans_every_network_above_its_bound(name):
 
 def test_a_zoo_network_exports_and_matches_torch():
     torch = pytest.importorskip("torch")
-    from optplan.frontends.torch_export import eager_live_peak, problem_from_program
+    from optplan.frontends.torch_export import decomposed, eager_live_peak, problem_from_program
 
     sys.path.insert(0, str(MODELS))
     try:
@@ -75,7 +75,7 @@ def test_a_zoo_network_exports_and_matches_torch():
         sys.path.remove(str(MODELS))
     x = torch.randn(1, 3, 32, 32)
     with torch.no_grad():
-        ep = torch.export.export(MobileNetV2(classes=10).eval(), (x,)).run_decompositions()
+        ep = decomposed(torch.export.export(MobileNetV2(classes=10).eval(), (x,)))
     p = problem_from_program(ep, decompose=False)
     curve = [sum(b.size for b in p.buffers if b.start <= t < b.end) for t in range(p.metadata["steps"])]
     eager = eager_live_peak(ep, (x,), decompose=False)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import operator
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,12 +82,21 @@ def extract(path: str | Path, *, plan_inputs: bool = True, plan_outputs: bool = 
                                 alignment=alignment, name=Path(path).stem)
 
 
+def decomposed(ep: ExportedProgram) -> ExportedProgram:
+    """``ep`` in core ATen. torch 2.13's ``run_decompositions`` deep-copies its own module call
+    graph, and copying a ``LeafSpec`` warns that ``isinstance(treespec, LeafSpec)`` is deprecated:
+    torch's own matter, so that one warning is silenced here, where it arises, and no other."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated", category=FutureWarning)
+        return ep.run_decompositions()
+
+
 def problem_from_program(ep: ExportedProgram, *, plan_inputs: bool = True, plan_outputs: bool = True,
                          alignment: int = DEFAULT_ALIGNMENT, decompose: bool = True,
                          name: str | None = None) -> Problem:
     """One buffer per planned storage of ``ep`` (decomposed to core ATen first by default)."""
     if decompose:
-        ep = ep.run_decompositions()
+        ep = decomposed(ep)
     walk = _walk_program(ep, plan_inputs, plan_outputs)
     storages = walk.storages
     planned = [s for s in storages if s.planned and s.size > 0]
@@ -495,7 +505,7 @@ def eager_live_peak(ep: ExportedProgram, args: tuple, *, plan_inputs: bool = Tru
     from torch.export.graph_signature import InputKind, OutputKind
 
     if decompose:
-        ep = ep.run_decompositions()
+        ep = decomposed(ep)
     sig = ep.graph_signature
     gm = ep.graph_module
     mutated = set(sig.buffers_to_mutate.values())
