@@ -90,7 +90,9 @@ def test_planners_without_clocks_refuse_and_the_cli_says_so_in_one_line(tmp_path
     assert main(["solve", str(path), "--planner", "search"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
     assert main(["solve", str(path), "-o", str(tmp_path / "plan.json")]) == 0
+    assert "plan written to" in capsys.readouterr().out
     assert main(["validate", str(path), str(tmp_path / "plan.json")]) == 0
+    assert capsys.readouterr().out.strip().endswith("VALID")
 
 
 def test_json_round_trip_schema_and_bad_clocks(tmp_path):

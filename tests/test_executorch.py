@@ -9,6 +9,8 @@ spares local runs without it.
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -177,7 +179,7 @@ def _verify_and_run(et, model, inputs_list):
             assert torch.allclose(g, w, atol=1e-5), (g, w)
 
 
-def test_end_to_end_lowering_verifier_runtime_and_arena_sizes(capsys):
+def test_end_to_end_lowering_verifier_runtime_and_arena_sizes():
     torch.manual_seed(0)
     model, x = Small().eval(), torch.randn(1, 3, 16, 16)
     algo = make_algo(time_limit=5)
@@ -190,12 +192,11 @@ def test_end_to_end_lowering_verifier_runtime_and_arena_sizes(capsys):
     assert et.exported_program().graph_module.meta["non_const_buffer_sizes"] == ours
     assert ours[0] == 0 and ours[1] >= run.plan.lower_bound["mem1"]
     assert run.constant_derived_bytes > 0  # the linear's weight is transposed into planned memory
-    with capsys.disabled():
-        print(f"\n[executorch e2e] arena bytes: optplan ({algo.resolved_planner()}) {ours[1]}, "
-              f"ExecuTorch greedy {theirs[1]}, lower bound {run.plan.lower_bound['mem1']}")
+    logging.getLogger(__name__).info(f"arena bytes: optplan ({algo.resolved_planner()}) {ours[1]}, "
+                                     f"ExecuTorch greedy {theirs[1]}, lower bound {run.plan.lower_bound['mem1']}")
 
 
-def test_end_to_end_two_banks_against_banked_greedy(capsys):
+def test_end_to_end_two_banks_against_banked_greedy():
     torch.manual_seed(0)
     model, x = Small().eval(), torch.randn(1, 3, 16, 16)
     fast, slow = 4096, 1 << 20
@@ -208,9 +209,7 @@ def test_end_to_end_two_banks_against_banked_greedy(capsys):
     _verify_and_run(et, reference, [(x,), (x * 2,)])
     ours, theirs = algo.runs[-1].bufsizes, others["banked_greedy"][-1]
     assert len(ours) == 3 and ours[1] <= fast and ours[2] <= slow
-    with capsys.disabled():
-        print(f"\n[executorch banks] sram/dram bytes: optplan {ours[1]}/{ours[2]}, "
-              f"banked greedy {theirs[1]}/{theirs[2]}")
+    logging.getLogger(__name__).info(f"sram/dram bytes: optplan {ours[1]}/{ours[2]}, banked greedy {theirs[1]}/{theirs[2]}")
 
 
 class Branchy(torch.nn.Module):

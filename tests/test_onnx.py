@@ -139,8 +139,11 @@ def test_a_missing_dynamic_dimension_is_one_error_line_naming_it(tmp_path, capsy
     assert main(["extract", str(path), "-o", str(out), "--dim", "batch=1", "--dim", "seq=3"]) == 2
     assert "seq" in capsys.readouterr().err and not out.exists()
     assert main(["extract", str(path), "-o", str(out), "--dim", "batch=two"]) == 2
+    assert "--dim batch=two" in capsys.readouterr().err
     assert main(["extract", str(tmp_path / "none.onnx"), "-o", str(out)]) == 2
+    assert "none.onnx: no such file" in capsys.readouterr().err
     assert main(["extract", str(path), "-o", str(out), "--dim", "batch=2"]) == 0
+    assert "written to" in capsys.readouterr().out
     p = read_problem(out)
     assert p.metadata["dims"] == {"batch": 2} and _load(p) == 3 * 2 * F
     with pytest.raises(OptplanError, match="'batch'"):

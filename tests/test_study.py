@@ -164,7 +164,9 @@ def test_plot_a_10_buffer_plan(tmp_path: Path, capsys: pytest.CaptureFixture) ->
     assert png[:4] == b"\x89PNG" and len(png) > 15_000
     _svg_checks((tmp_path / "l.svg").read_text(), plan, 10)
     assert "<title>t3: " in (tmp_path / "l.html").read_text()
+    assert capsys.readouterr().out.count("layout written to") == 3
     assert main(["plot", str(tmp_path / "p.json"), str(tmp_path / "plan.json"), "-o", str(tmp_path / "l.gif")]) == 2
+    assert "unknown picture extension '.gif'" in capsys.readouterr().err
 
 
 def test_plot_a_30k_buffer_plan(tmp_path: Path) -> None:
