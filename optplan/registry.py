@@ -290,8 +290,12 @@ def get(name: str) -> Callable[..., Plan]:
 def solve(problem: Problem, planner: str = "auto", **options: object) -> Plan:
     """Run the named planner, passing only the options it accepts (e.g. ``time_limit``).
 
-    An option no planner knows, or a value of the wrong type or range, raises OptplanError: a
-    typo must not silently run without it. An option another planner takes is dropped."""
+    The options: ``time_limit`` (seconds; None: no limit), ``deterministic`` (count the limit in
+    deterministic seconds), ``seed``, ``workers`` (solver threads), ``objective`` (``"min-peak"``,
+    ``"fast-first"``, ``"weighted"``, ``"feasible"`` or an Objective; default: the problem's) and
+    ``progress`` (a callback). An option no planner knows, or a value of the wrong type or range,
+    raises OptplanError: a typo must not silently run without it. An option another planner takes
+    is dropped. The returned Plan has passed the independent validator."""
     if not isinstance(problem, Problem):
         hint = "; read a file with optplan.formats.read_problem(path)" if isinstance(problem, (str, PathLike)) else ""
         raise OptplanError(f"solve() takes a Problem, got {type(problem).__name__} {problem!r:.60}{hint}")

@@ -20,7 +20,16 @@ INT64_MAX = 2**63 - 1
 
 @dataclass(frozen=True)
 class Memory:
-    """One address space. Memories of a Problem are listed fastest first."""
+    """One address space. Memories of a Problem are listed fastest first.
+
+    Attributes:
+        name: the memory's name, unique in a problem.
+        capacity: bytes; None: unbounded.
+        alignment: every offset in this memory is a multiple of it.
+        weight: weight of this memory's peak in the objective; None: the default weights
+            (``optplan.core.problem.objective_weights``: slower memories weigh more).
+        base_address: where offset 0 lives, for reports and front ends.
+    """
 
     name: str
     capacity: int | None = None  # bytes; None means unbounded
@@ -50,7 +59,23 @@ class Gap:
 
 @dataclass(frozen=True)
 class Buffer:
-    """A tensor to place: ``size`` bytes live during ``[start, end)`` except in its ``gaps``."""
+    """A tensor to place: ``size`` bytes live during ``[start, end)`` except in its ``gaps``.
+
+    Attributes:
+        id: unique in a problem.
+        size: bytes (0: needs no space).
+        start: the first step it is live; a tuple: a vector clock, one step per stream.
+        end: the first step it is no longer live (half-open).
+        alignment: its offset is a multiple of it (and of its memory's alignment).
+        allowed: memories it may use; None: all.
+        blocked: memories it may not use.
+        fixed_memory: pin it to this memory.
+        fixed_offset: pin it to this offset.
+        hint_memory: a warm-start suggestion, never a constraint.
+        hint_offset: a warm-start suggestion, never a constraint.
+        gaps: spans inside ``[start, end)`` when it holds no bytes, or only a window; sorted, disjoint.
+        benefit: its value in faster memory (what fast-first maximises); None: its size.
+    """
 
     id: str
     size: int

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Placement:
+    """Where one buffer lives: a memory's name and a byte offset from that memory's start."""
+
     memory: str
     offset: int
 

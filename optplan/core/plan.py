@@ -13,6 +13,9 @@ __all__ = ["Layout", "Placement", "Plan", "Status", "layout_of", "offsets", "pea
 
 
 class Status(str, Enum):
+    """How sure an answer is: ``OPTIMAL`` and ``INFEASIBLE`` are proven, ``FEASIBLE`` is a valid
+    plan with a gap to the proven bound, ``UNKNOWN`` found and proved nothing."""
+
     OPTIMAL = "OPTIMAL"  # proven: peak equals the lower bound, or the solver proved it
     FEASIBLE = "FEASIBLE"  # a valid plan, optimality not proven
     INFEASIBLE = "INFEASIBLE"  # proven: no plan fits the capacities
@@ -21,7 +24,22 @@ class Status(str, Enum):
 
 @dataclass
 class Plan:
-    """The answer of a planner. Built by ``optplan.registry`` after the validator passed it."""
+    """The answer of a planner. Built by ``optplan.registry`` after the validator passed it.
+
+    Attributes:
+        placements: buffer id -> Placement (empty when no plan was found).
+        status: how sure the answer is.
+        planner: the planner that answered.
+        peak: memory -> its peak in bytes (highest byte used + 1).
+        lower_bound: memory -> a proven lower bound on that memory's peak.
+        seconds: wall time of the solve.
+        objective: what ``objective_value`` measures.
+        objective_value: the plan's objective as one integer (smaller is better).
+        objective_bound: a proven bound on ``objective_value``.
+        message: what the planner says (why infeasible, what a time limit cut, ...).
+        stats: the planner's own figures.
+        components: the objective's quantities, most important first: (name, value, bound).
+    """
 
     placements: Mapping[str, Placement]
     status: Status

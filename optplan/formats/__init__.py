@@ -30,6 +30,8 @@ def _read(path: str | Path) -> str:
 
 
 def read_problem(path: str | Path) -> Problem:
+    """The problem in ``path``: ``.csv`` (MiniMalloc) or ``.json`` (optplan, checked against its
+    schema). A bad file raises FormatError or ProblemError naming the file, line or buffer, and field."""
     ext, text = _ext(path), _read(path)
     if ext == ".csv":
         return minimalloc_csv.problem_from_csv(text, str(path))
@@ -37,6 +39,7 @@ def read_problem(path: str | Path) -> Problem:
 
 
 def write_problem(problem: Problem, path: str | Path) -> None:
+    """Write ``problem`` to ``path`` in the format its extension names (a CSV holds one memory)."""
     ext = _ext(path)
     text = minimalloc_csv.problem_to_csv(problem) if ext == ".csv" else native_json.problem_to_json(problem)
     write_text(path, text)
@@ -60,6 +63,8 @@ def read_plan_file(path: str | Path, problem: Problem) -> tuple[dict[str, Placem
 
 
 def write_plan(problem: Problem, plan: Plan, path: str | Path) -> None:
+    """Write a found plan to ``path``: ``.json`` (the plan document, as ``solve --json`` prints it)
+    or ``.csv`` (MiniMalloc's ``id,lower,upper,size,offset``, one memory)."""
     if not plan.found:
         raise FormatError(f"{path}: not written: the plan is {plan.status.value}")
     ext = _ext(path)
