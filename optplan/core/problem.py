@@ -20,7 +20,15 @@ from optplan.core.units import Unit, build_units, plain_units
 
 @dataclass(frozen=True, eq=False)
 class Problem:
-    """A complete planning instance. Construction validates it (raises ProblemError)."""
+    """A complete planning instance. Construction validates it (raises ProblemError).
+
+    Attributes:
+        buffers: the buffers to place, ids unique.
+        memories: fastest first; default: one unbounded memory named ``mem``.
+        relative: buffers placed at a fixed delta from another (same memory).
+        metadata: free-form (front ends record their source, steps, versions).
+        streams: 1 for scalar lifetimes; k for vector clocks of k streams (derived).
+    """
 
     buffers: tuple[Buffer, ...]
     memories: tuple[Memory, ...] = (Memory("mem"),)
