@@ -1,4 +1,4 @@
-"""The README's study table, generated from a study's runs.csv (default: the committed default study).
+"""The study table of docs/results.md, generated from a study's runs.csv (default: the committed default study).
 
     python experiments/study_readme.py [experiments/results/study/runs.csv]
 """
