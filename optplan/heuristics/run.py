@@ -109,7 +109,7 @@ def _run_apart(problem: Problem, deadline: Deadline, seed: int, workers: int, im
         if jit.compiled(group):
             jit.warmup([group])
     if jit.compiled("heuristics"):
-        from optplan.heuristics.compiled import arrays
+        from optplan.heuristics.arrays import arrays
 
         arrays(problem)  # the time index every heuristic reads, built once here (1M buffers: 3-4 CPU s)
     plans: dict[str, Plan] = {}
