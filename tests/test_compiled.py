@@ -1,4 +1,5 @@
-"""The compiled heuristics place exactly as the pure-Python references, plan for plan."""
+"""The heuristics' kernels place exactly as the pure-Python references, plan for plan, in both their
+forms (the Python functions and numba's compilation of them)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,16 @@ from optplan.core.deadline import Deadline
 from optplan.core.errors import ProblemError
 from optplan.core.objective import Objective
 from optplan.core.problem import Problem
-from optplan.heuristics import compiled, orders, staging
+from optplan.heuristics import compiled, orders, skyline, staging
+from optplan.heuristics.arrays import arrays, indices
 from optplan.heuristics.banked_greedy import banked_greedy, banked_greedy_reference
 from optplan.heuristics.first_fit_orders import ORDERS as ORDERS_FFO
 from optplan.heuristics.first_fit_orders import first_fit_orders
 from optplan.heuristics.packer import greedy, greedy_reference, greedy_scored, score
 from optplan.heuristics.recycle import recycle, recycle_reference
+from optplan.heuristics.recycle_heap import recycle as recycle_kernel
+from optplan.heuristics.skyline import banked
+from optplan.heuristics.tree_packer import pack, pack_below
 
 ORDERS = [orders.by_size, orders.by_size_stable, orders.by_start, orders.by_conflicts, orders.by_breadth,
           orders.by_area, orders.by_length]
@@ -115,13 +120,13 @@ def test_compiled_greedy_places_as_the_reference_at_scale(seed: int) -> None:
                           (orders.by_size, "heap")]:
         same(problem, order(problem), policy)
     assert banked_greedy.__wrapped__(problem).placements == banked_greedy_reference(problem).placements  # type: ignore[attr-defined]
-    assert np.array_equal(compiled.banked(problem)[0], compiled.banked(problem, chunk=2)[0])  # chunks split often
+    assert np.array_equal(banked(problem)[0], banked(problem, chunk=2)[0])  # chunks split often
     assert recycle.__wrapped__(problem).placements == recycle_reference(problem).placements  # type: ignore[attr-defined]
 
 
 def _weighted_peaks(problem: Problem, off: np.ndarray, where: np.ndarray) -> int:
     weights = Objective.parse(None, problem).weights(problem)
-    a = compiled.arrays(problem)
+    a = arrays(problem)
     stored = np.diff(a.p_ptr) > 0
     return sum(weights[m] * int((off + a.top)[(where == k) & stored].max(initial=0)) for k, m in enumerate(a.names))
 
@@ -129,13 +134,13 @@ def _weighted_peaks(problem: Problem, off: np.ndarray, where: np.ndarray) -> int
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(problems(), st.sampled_from(ORDERS))
 def test_a_pass_stops_exactly_when_its_peaks_reach_the_bound(problem: Problem, order) -> None:
-    idx = compiled.indices(problem, order(problem))
-    off, where, failed = compiled.pack(problem, idx, "first")
+    idx = indices(problem, order(problem))
+    off, where, failed = pack(problem, idx, "first")
     assume(failed is None)
     weights = Objective.parse(None, problem).weights(problem)
     peaks = _weighted_peaks(problem, off, where)
-    assert compiled.pack_below(problem, idx, "first", weights, peaks) is None
-    below = compiled.pack_below(problem, idx, "first", weights, peaks + 1)
+    assert pack_below(problem, idx, "first", weights, peaks) is None
+    below = pack_below(problem, idx, "first", weights, peaks + 1)
     assert below is not None and np.array_equal(below[0], off) and np.array_equal(below[1], where)
 
 
@@ -170,31 +175,31 @@ def test_first_fit_orders_stops_losing_orders_at_scale(seed: int) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 30), st.integers(1, 12), st.integers(1, 50)), max_size=60),
-       st.sampled_from([2, 3, 32]))
-def test_skylines_answer_as_a_dense_array(raises, chunk: int) -> None:
+       st.sampled_from([2, 3, 32]), st.sampled_from([skyline, compiled]))
+def test_skylines_answer_as_a_dense_array(raises, chunk: int, form) -> None:
     """Objects' skylines (banked-greedy's), in chunks small enough to split and empty often, give
-    the highest top over any slots as a dense array of slots does."""
+    the highest top over any slots as a dense array of slots does, in both forms."""
     objects, slots = 3, 44
     dense = np.zeros((objects, slots), np.int64)
     dm = np.zeros(4 * objects + 2, np.int64)
     dr, cs, tmp = np.empty(6, np.int64), np.empty(8, np.int64), np.empty(4, np.int64)
     for g, l, length, v in raises:
-        dr, cs, tmp = compiled._sky_raise(g, l, l + length, v, dm, dr, cs, chunk, tmp)
+        dr, cs, tmp = form._sky_raise(g, l, l + length, v, dm, dr, cs, chunk, tmp)
         dense[g, l:l + length] = np.maximum(dense[g, l:l + length], v)
         for q in range(objects):
             for a, b in [(0, slots), (l, l + length), (max(0, l - 3), l + 1), (l + length - 1, min(slots, l + length + 5))]:
-                assert compiled._sky_max(q, a, b, dm, dr, cs) == dense[q, a:b].max(initial=0)
+                assert form._sky_max(q, a, b, dm, dr, cs) == dense[q, a:b].max(initial=0)
     for q in range(objects):  # every window at the end
         for a in range(slots):
             for b in range(a + 1, slots + 1):
-                assert compiled._sky_max(q, a, b, dm, dr, cs) == dense[q, a:b].max(), (q, a, b)
+                assert form._sky_max(q, a, b, dm, dr, cs) == dense[q, a:b].max(), (q, a, b)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(problems(fixed=False))
 def test_compiled_banked_greedy_does_not_depend_on_the_skylines_chunks(problem: Problem) -> None:
-    off, where, failed, nobj = compiled.banked(problem)
-    small = compiled.banked(problem, chunk=2)
+    off, where, failed, nobj = banked(problem)
+    small = banked(problem, chunk=2)
     assert np.array_equal(off, small[0]) and np.array_equal(where, small[1]) and failed == small[2]
 
 
@@ -212,3 +217,68 @@ def test_naive_from_columns_stacks_as_unit_by_unit(capacity, align: int, rows: l
     assert (got.placements is None) == (ref.placements is None)
     if ref.placements is not None:
         assert dict(got.placements.items()) == dict(ref.placements)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(problems(), st.sampled_from(ORDERS), st.sampled_from(["first", "best", "heap"]))
+def test_the_python_form_of_the_kernels_places_as_the_compiled_one(problem: Problem, order, policy: str) -> None:
+    """Small problems run the kernels' Python form (``kernels.pick``) while numba is not loaded:
+    the same plans, unit for unit, as the compiled kernels, in every packer and when a pass stops
+    at a bound."""
+    idx = indices(problem, order(problem))
+    python, numba = pack(problem, idx, policy, compiled=False), pack(problem, idx, policy, compiled=True)
+    assert np.array_equal(python[0], numba[0]) and np.array_equal(python[1], numba[1]) and python[2] == numba[2]
+    weights = Objective.parse(None, problem).weights(problem)
+    for stop in (1, _weighted_peaks(problem, numba[0], numba[1])):
+        below = [pack_below(problem, idx, policy, weights, stop, compiled=c) for c in (False, True)]
+        assert (below[0] is None) == (below[1] is None)
+        if below[0] is not None and below[1] is not None:
+            assert all(np.array_equal(x, y) for x, y in zip(below[0][:2], below[1][:2])) and below[0][2] == below[1][2]
+    if all(u.fixed_offset is None for u in problem.units):  # the banked packer and recycle take no pinned units
+        for run in (lambda c: banked(problem, compiled=c), lambda c: recycle_kernel(problem, idx, compiled=c)):
+            python, numba = run(False), run(True)
+            assert all(np.array_equal(x, y) for x, y in zip(python, numba) if isinstance(x, np.ndarray))
+            assert [x for x in python if not isinstance(x, np.ndarray)] == [x for x in numba if not isinstance(x, np.ndarray)]
+
+
+def test_a_small_problem_never_starts_numba_and_a_large_one_does() -> None:
+    """Issue 29: every heuristic on a handful of buffers runs the kernels' Python form (numba's
+    start costs more than the whole plan); past ``PYTHON_MAX_PLACEMENTS`` the compiled kernels
+    run. In a fresh process: the test process has loaded every kernel."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = """
+import sys
+from optplan import registry
+from optplan.core.buffer import Buffer
+from optplan.core.problem import Problem
+from optplan.heuristics import kernels
+small = Problem(tuple(Buffer(f"b{i}", 4, 3 * (i % 3), 3 * (i % 3) + 4 + i) for i in range(5)))
+for name in registry.heuristic_names():
+    assert registry.solve(small, name).found, name
+    assert "numba" not in sys.modules, name
+n = kernels.PYTHON_MAX_PLACEMENTS + 1
+large = Problem(tuple(Buffer(f"b{i}", 1 + i % 7, i % 50, i % 50 + 3) for i in range(n)))
+assert registry.solve(large, "greedy-size").found and "numba" in sys.modules
+print("ok")
+"""
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=root,
+                          env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    assert proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_each_kernel_cache_is_keyed_by_the_files_its_kernels_are_compiled_from() -> None:
+    """Numba stamps a cached kernel with its own file only: the banked packer calls the tree
+    packer's kernels, so a change to tree_packer.py must recompile it too (``jit.key_cache``)."""
+    import os
+
+    from optplan.core import jit
+
+    graphs = {m.__name__.rsplit(".", 1)[1]: sorted(os.path.basename(f) for f in jit._CALL_GRAPHS[os.path.abspath(m.__file__)])
+              for m in compiled._SOURCES}
+    assert graphs == {"tree_packer": ["arrays.py", "compiled.py", "tree_packer.py"],
+                      "skyline": ["arrays.py", "compiled.py", "skyline.py", "tree_packer.py"],
+                      "recycle_heap": ["arrays.py", "compiled.py", "recycle_heap.py"]}

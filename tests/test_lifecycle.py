@@ -194,9 +194,11 @@ def test_heuristics_apart_hand_back_the_plans_made_here(monkeypatch: pytest.Monk
     from optplan.heuristics import run
 
     p = _two_memories(300)
-    monkeypatch.setattr(run, "APART_UNITS", 0)
-    assert run.apart(p, Deadline(60.0)) and not run.apart(p, Deadline(None)) and not run.apart(p, Deadline(60.0, True))
-    apart, apart_errors = run.run_heuristics(p, Deadline(60.0), improve=False)
+    params = run.StageParams(apart_units=0)
+    assert not run.apart(p, Deadline(60.0))  # 300 units: here, by default
+    assert run.apart(p, Deadline(60.0), params) and not run.apart(p, Deadline(None), params)
+    assert not run.apart(p, Deadline(60.0, True), params)
+    apart, apart_errors = run.run_heuristics(p, Deadline(60.0), improve=False, params=params)
     here, errors = run._run(p, Deadline(60.0), improve=False)
     assert [q.planner for q in apart] == [q.planner for q in here] and len(here) > 5
     assert {q.planner: q.placements for q in apart} == {q.planner: q.placements for q in here}
@@ -210,6 +212,9 @@ def test_a_heuristic_pass_that_outlasts_the_deadline_is_killed_and_the_earlier_p
     position-greedy sleeping for 120 s, as a compiled pass on a huge problem at load) is killed with
     the heuristics' process at the deadline; the plans finished before it (naive's) come back, and
     ``auto`` answers with the best of them, validated, and says which heuristic was stopped."""
+    from functools import partial
+
+    from optplan import portfolio
     from optplan.heuristics import run
 
     solve = registry.solve
@@ -220,10 +225,11 @@ def test_a_heuristic_pass_that_outlasts_the_deadline_is_killed_and_the_earlier_p
         return solve(problem, name, **options)
 
     p = _generated(400)
-    monkeypatch.setattr(run, "APART_UNITS", 0)
+    heuristics_apart = partial(run.run_heuristics, params=run.StageParams(apart_units=0))
+    monkeypatch.setattr(portfolio, "run_heuristics", heuristics_apart)  # auto's heuristics, below, apart too
     monkeypatch.setattr(run, "heuristic_names", lambda: ["naive", "position-greedy", "greedy-size"])
     monkeypatch.setattr(registry, "solve", slow)
-    plans, errors = run.run_heuristics(p, Deadline(3.0), workers=1, improve=False)
+    plans, errors = heuristics_apart(p, Deadline(3.0), workers=1, improve=False)
     assert [q.planner for q in plans] == ["naive"] and validate(p, plans[0].placements) == []
     stopped = "time limit reached before it ended (stopped with the heuristics' process)"
     assert errors == {"position-greedy": stopped, "greedy-size": stopped}
@@ -286,10 +292,9 @@ def test_when_no_heuristic_finishes_in_time_one_runs_here_to_its_end(monkeypatch
         return solve(problem, name, **options)
 
     p = _generated(400)
-    monkeypatch.setattr(run, "APART_UNITS", 0)
     monkeypatch.setattr(run, "heuristic_names", lambda: names)
     monkeypatch.setattr(registry, "solve", stuck)
-    plans, errors = run.run_heuristics(p, Deadline(1.0), workers=2, improve=False)
+    plans, errors = run.run_heuristics(p, Deadline(1.0), workers=2, improve=False, params=run.StageParams(apart_units=0))
     here = "peak-stack" if "peak-stack" in names else "naive"
     assert [q.planner for q in plans] == [here] and plans[0].found and validate(p, plans[0].placements) == []
     stopped = "time limit reached before it ended (stopped with the heuristics' process)"

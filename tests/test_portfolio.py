@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from functools import partial
 
 import numpy as np
 import pytest
@@ -156,7 +157,8 @@ def test_auto_never_worse_than_any_of_its_heuristics(monkeypatch, problem: Probl
     auto's limit leaves it time to climb: at 10 ms the constructive ones take it all, and whether
     auto matched hill-climb's few steps depended on CP-SAT proving a 2-unit part within 10 ms
     (on main, 6 of 10 repeats of one of hypothesis' examples failed at load 8)."""
-    monkeypatch.setattr(heuristics_run, "IMPROVING_DEFAULT", 60.0)
+    stage = heuristics_run.StageParams(improving_seconds=60.0)  # auto's hill-climb: all the time it has
+    monkeypatch.setattr(portfolio, "run_heuristics", partial(heuristics_run.run_heuristics, params=stage))
     names = [n for n in registry.heuristic_names() if limit >= 0.2 or not heuristics_run.improving(n)]
     alone = [solve(problem, n, time_limit=60.0) for n in names]
     found = [p.objective_value for p in alone if p.found]

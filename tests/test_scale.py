@@ -17,7 +17,7 @@ from optplan.core.plan import Placement, peaks
 from optplan.core.problem import Problem
 from optplan.core.validate import _plain_valid, validate
 from optplan.formats import minimalloc_csv
-from optplan.heuristics import compiled
+from optplan.heuristics.arrays import Arrays
 
 
 @pytest.mark.parametrize("text", [
@@ -89,7 +89,7 @@ def test_plain_columns_take_the_fast_paths_to_the_same_answers(rows, capacity, a
     slow = _general(fast)
     assert fast.columns.plain and fast.buffers == slow.buffers and fast.unit_count == slow.unit_count == len(rows)
     assert bounds._lower_bounds(fast) == bounds._lower_bounds(slow)
-    a, b = compiled.Arrays(fast), compiled.Arrays(slow)
+    a, b = Arrays(fast), Arrays(slow)
     assert all(np.array_equal(getattr(a, k), getattr(b, k)) for k in vars(b) if k not in ("_index", "problem"))
     plan = {i: Placement("m", o - o % 4) for i, o in zip(ids, offs)}
     assert peaks(fast, plan) == peaks(slow, plan)

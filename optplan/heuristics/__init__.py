@@ -3,6 +3,13 @@
 Registration order is the order ``optplan compare`` and the benchmark tables list them in (the
 no-reuse baseline first), so the modules are imported from this explicit list rather than by
 import statements an import sorter would reorder.
+
+Besides the families: ``orders`` (the placement orders), ``packer`` (``greedy`` and the readable
+reference ``Packer`` every fast path is tested against), the packing kernels over flat arrays
+(``arrays``: the array builder; ``tree_packer``, ``skyline``: banked-greedy's objects,
+``recycle_heap``: recycle's free slots), ``kernels`` (which of their two forms runs: Python, or
+numba's compilation of the same code in ``compiled``), and ``run`` (every heuristic on one problem:
+the portfolio's warm start).
 """
 
 import importlib
@@ -17,17 +24,22 @@ for _family in FAMILIES:
 
 
 def _warm() -> None:
-    """Compile or load the packers' kernels by running every policy on a small problem."""
+    """Compile or load the packers' kernels by running their compiled forms (a problem this small
+    would run the Python forms) under every policy on a small problem."""
     from optplan.core.jit import sample_problem
-    from optplan.heuristics import compiled
+    from optplan.heuristics.arrays import indices
     from optplan.heuristics.orders import by_start
-    from optplan.heuristics.packer import greedy
+    from optplan.heuristics.recycle_heap import recycle
+    from optplan.heuristics.skyline import banked
+    from optplan.heuristics.tree_packer import pack
 
     problem = sample_problem()
     for policy in ("first", "best", "heap"):
-        greedy(problem, problem.units, policy)
-    compiled.banked(problem)
-    compiled.recycle(problem, by_start(problem))
+        pack(problem, indices(problem, problem.units), policy, compiled=True)
+    banked(problem, compiled=True)
+    recycle(problem, by_start(problem), compiled=True)
 
 
+# the kernels called from Python; ``compiled`` compiles them (and the kernels they call) from
+# ``tree_packer``, ``skyline`` and ``recycle_heap``
 jit.register("heuristics", "optplan.heuristics.compiled", ("_pack", "_banked", "_recycle"), _warm)

@@ -34,7 +34,9 @@ from optplan.core.deadline import current
 from optplan.core.plan import Placement
 from optplan.core.problem import Problem
 from optplan.core.units import Unit
+from optplan.heuristics.arrays import placements as unit_placements
 from optplan.heuristics.packer import Packer, Pinned, _TimeIndex
+from optplan.heuristics.skyline import banked
 from optplan.registry import POLL_EVERY, Result, cut, planner
 
 
@@ -120,18 +122,16 @@ def banked_greedy(problem: Problem) -> Result:
     """Decreasing size; each unit reuses an object of the fastest bank that holds it for free,
     else opens a new object in the fastest bank with room; stats: objects per memory.
 
-    Runs compiled (``compiled.banked``, same plans) unless some unit is pinned to a fixed offset
-    or lifetimes are vector clocks: those problems, and any while the kernels are not compiled
-    under a time limit, take the pure-Python reference below."""
+    Runs the banked packer's kernels (``skyline.banked``, same plans) unless some unit is pinned
+    to a fixed offset or lifetimes are vector clocks: those problems, and any while the kernels
+    are not compiled under a time limit, take the pure-Python reference below."""
     if not problem.concurrent and all(u.fixed_offset is None for u in problem.units) and jit.usable("heuristics"):
-        from optplan.heuristics import compiled
-
-        off, where, failed, nobj = compiled.banked(problem)
+        off, where, failed, nobj = banked(problem)
         if failed is not None:
             why = ("no memory has room for its extent" if not failed.pieces else
                    "no bank holds it in an existing object or has room for a new one")
             return Result(None, message=f"could not place buffer {failed.root!r}: {why}")
-        return Result(compiled.placements(problem, off, where),
+        return Result(unit_placements(problem, off, where),
                       stats={"objects": {m: int(c) for m, c in zip(problem.memory_names, nobj)}})
     return banked_greedy_reference(problem)
 

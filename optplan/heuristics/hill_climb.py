@@ -23,10 +23,12 @@ from optplan.core.deadline import Deadline, Pacer
 from optplan.core.objective import Objective
 from optplan.core.plan import Placement, layout_of, peaks
 from optplan.core.problem import Problem, objective_weights
+from optplan.heuristics import kernels
 from optplan.heuristics.orders import by_conflicts, by_size, by_start
 from optplan.heuristics.packer import greedy, score
 from optplan.registry import Result, planner
 
+STARTS = (by_size, by_conflicts, by_start)  # the starting orders, the first kept on ties
 DEFAULT_SECONDS = 1.0  # without a limit or an iteration count (patience alone runs for hours at 30k units)
 UNIT_STEPS_PER_SECOND = 20_000  # deterministic mode: steps x units per second (about 1 s of wall time on A-E)
 
@@ -55,6 +57,22 @@ def _peak_units(problem: Problem, order: list[int], placements: Mapping[str, Pla
     return out
 
 
+def _patience(units: int) -> int:
+    """Steps without an improvement after which a climb on ``units`` units ends."""
+    return 200 + 20 * units
+
+
+def _steps(units: int, iterations: int | None) -> int:
+    """The steps of a climb on ``units`` units that ends by its patience or after ``iterations``."""
+    return _patience(units) if iterations is None else min(iterations, _patience(units))
+
+
+def expected_passes(units: int, iterations: int | None = None) -> int:
+    """The packing passes of hill-climb on ``units`` units, its starting orders and a climb that
+    ends by its patience or after ``iterations`` steps (``kernels.expect``)."""
+    return len(STARTS) + _steps(units, iterations)
+
+
 @planner("hill-climb", clocks=True, anytime=True)
 def hill_climb(problem: Problem, deadline: Deadline, iterations: int | None = None, seed: int = 0,
                objective: Objective | None = None) -> Result:
@@ -68,7 +86,7 @@ def hill_climb(problem: Problem, deadline: Deadline, iterations: int | None = No
     rng = random.Random(seed)
     objective = Objective.parse(objective, problem)
     value = float("inf")
-    for start in (by_size, by_conflicts, by_start):
+    for start in STARTS:
         candidate = start(problem).tolist()
         trial = greedy(problem, candidate, policy="best")
         trial_value = score(problem, trial.placements, objective)
@@ -79,7 +97,9 @@ def hill_climb(problem: Problem, deadline: Deadline, iterations: int | None = No
             break
     best = result
     floor = objective.bound(problem, lower_bounds(problem).lower)
-    patience = 200 + 20 * len(order)
+    patience = _patience(len(order))
+    if value > floor:  # it climbs: every step packs in the form picked for all of them (``kernels.expect``)
+        kernels.expect(len(order) * _steps(len(order), iterations))
     steps = improvements = since = 0
     while len(order) > 1 and value > floor and since < patience and (iterations is None or steps < iterations) \
             and pace.another():

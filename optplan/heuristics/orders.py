@@ -4,7 +4,7 @@ Most production heuristics are one of these orders fed to the shared greedy pack
 them here lets the families (and first fit under several orders, and hill climbing) share them.
 Ties always fall back to the problem's unit order, so every order is deterministic. An order is
 an array of indices into ``problem.units`` (no list of a million Unit objects to build and look
-up again in the compiled packer).
+up again in the packing kernels).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 
 from optplan.core.clocks import clock_graph
 from optplan.core.problem import Problem
-from optplan.heuristics.compiled import arrays
+from optplan.heuristics.arrays import arrays
 
 
 def _fields(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

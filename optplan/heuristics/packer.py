@@ -28,6 +28,10 @@ from optplan.core.objective import Objective
 from optplan.core.plan import Placement
 from optplan.core.problem import Problem
 from optplan.core.units import Unit
+from optplan.heuristics.arrays import indices
+from optplan.heuristics.arrays import placements as unit_placements
+from optplan.heuristics.arrays import value as plan_value
+from optplan.heuristics.tree_packer import pack, pack_below
 from optplan.registry import POLL_EVERY, Result, cut
 
 Policy = Literal["first", "best", "heap"]
@@ -371,7 +375,7 @@ def greedy(problem: Problem, order: Sequence[Unit] | Sequence[int] | np.ndarray,
     """Place units in ``order`` (units or their indices; fixed ones first), each in the fastest
     memory where it fits.
 
-    Runs the compiled packer (``compiled.py``), which places exactly as ``greedy_reference``;
+    Runs the tree packer (``tree_packer.pack``), which places exactly as ``greedy_reference``;
     vector clocks (``Problem.concurrent``) go to the reference's ``ConflictPacker``, and so does
     everything while the kernels are not compiled under a time limit (``optplan.core.jit``)."""
     _, plan = greedy_scored(problem, order, policy)
@@ -386,27 +390,25 @@ def greedy_scored(problem: Problem, order: Sequence[Unit] | Sequence[int] | np.n
     several passes build the placements (a dict of a million entries at scale) of one only.
 
     ``beat``: the value of the best pass so far. When the value is the weighted peaks alone (one
-    memory, or benefit not counted), the compiled pass stops as soon as the peaks reach it: the
-    answer is then ``beat`` itself (a bound: this pass could not be better) and None for the plan."""
+    memory, or benefit not counted), the pass stops as soon as the peaks reach it: the answer is
+    then ``beat`` itself (a bound: this pass could not be better) and None for the plan."""
     if problem.concurrent or not jit.usable("heuristics"):
         result = greedy_reference(problem, order, policy)
         return score(problem, result.placements, objective), lambda: result
-    from optplan.heuristics import compiled  # numba: imported on first use
-
     goal = Objective.parse(objective, problem)
-    idx = compiled.indices(problem, order)
+    idx = indices(problem, order)
     if beat < float("inf") and (len(problem.memories) == 1 or not goal.counts_benefit):
-        packed = compiled.pack_below(problem, idx, policy, goal.weights(problem), int(beat))
+        packed = pack_below(problem, idx, policy, goal.weights(problem), int(beat))
         if packed is None:
             return beat, None
         off, where, failed = packed
     else:
-        off, where, failed = compiled.pack(problem, idx, policy)
+        off, where, failed = pack(problem, idx, policy)
     if failed is not None:
         message = f"could not place buffer {failed.root!r} in any memory it may use"
         return float("inf"), lambda: Result(None, message=message)
-    value = compiled.value(problem, off, where, goal)
-    return value, lambda: Result(compiled.placements(problem, off, where))
+    value = plan_value(problem, off, where, goal)
+    return value, lambda: Result(unit_placements(problem, off, where))
 
 
 def greedy_reference(problem: Problem, order: Sequence[Unit] | Sequence[int] | np.ndarray, policy: Policy = "first") -> Result:

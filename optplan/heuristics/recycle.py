@@ -26,8 +26,10 @@ from optplan.core.deadline import current
 from optplan.core.plan import Placement
 from optplan.core.problem import Problem
 from optplan.core.units import Unit
+from optplan.heuristics.arrays import placements as unit_placements
 from optplan.heuristics.orders import by_start
 from optplan.heuristics.packer import Packer, Pinned, units_of
+from optplan.heuristics.recycle_heap import recycle as recycle_kernel
 from optplan.registry import POLL_EVERY, Result, cut, planner
 
 
@@ -100,17 +102,16 @@ def recycle(problem: Problem) -> Result:
     """Execution order; reuse the smallest freed slot that is large enough and lets the unit keep
     its alignment, else keep a new slot; stats report the bytes kept per memory.
 
-    Runs compiled (``compiled.recycle``, same plans) unless some unit is pinned to a fixed offset
-    or lifetimes are vector clocks: those problems, and any while the kernels are not compiled
-    under a time limit (``optplan.core.jit``), take the pure-Python reference below."""
+    Runs the recycle heap's kernels (``recycle_heap.recycle``, same plans) unless some unit is
+    pinned to a fixed offset or lifetimes are vector clocks: those problems, and any while the
+    kernels are not compiled under a time limit (``optplan.core.jit``), take the pure-Python
+    reference below."""
     if not problem.concurrent and all(u.fixed_offset is None for u in problem.units) and jit.usable("heuristics"):
-        from optplan.heuristics import compiled  # numba: imported on first use
-
-        off, where, kept, failed, why = compiled.recycle(problem, by_start(problem))
+        off, where, kept, failed, why = recycle_kernel(problem, by_start(problem))
         if failed is not None:
             reason = "no memory has room for its extent" if why == 0 else "no free slot fits and no memory has room for a new one"
             return Result(None, message=f"could not place buffer {failed.root!r}: {reason}")
-        return Result(compiled.placements(problem, off, where),
+        return Result(unit_placements(problem, off, where),
                       stats={"kept_bytes": {m: int(k) for m, k in zip(problem.memory_names, kept)}})
     return recycle_reference(problem)
 

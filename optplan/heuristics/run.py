@@ -11,7 +11,7 @@ import multiprocessing as mp
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -22,13 +22,30 @@ from optplan.core.lifecycle import fork_member, report
 from optplan.core.objective import Objective
 from optplan.core.plan import Layout, Plan, Status, layout_of
 from optplan.core.problem import Problem
+from optplan.heuristics import kernels
+from optplan.heuristics.hill_climb import expected_passes
 from optplan.registry import heuristic_names
 
-IMPROVING_DEFAULT = 1.0  # seconds an improving heuristic takes when run on its own (hill-climb's default)
 CHEAP = 1.0  # CPU seconds: while the constructive heuristics together took less, every one runs whatever the limit
 # above this many units, with a time limit, the constructive heuristics run best first as ranked on a
 # slice of PILOT_SLICE buffers (``pilot_order``; 62k buffers: each about a second, all of them fit)
 PILOT_UNITS, PILOT_SLICE = 200_000, 3_000
+# up to this many units (from ``StageParams.apart_units`` on) a run under a wall-clock limit runs the
+# heuristics in a process killed at the deadline (``apart``); above it a plan's way back (its
+# placements to arrays, 12 MB through the pipe, a million Placements rebuilt here: several CPU s)
+# and the fork's start outlast the limit. A million S_1-shaped buffers at 60 s, load 5-6: forked,
+# greedy-conflicts' plan (OPTIMAL) was made but not handed over before the kill (auto: UNKNOWN);
+# here, OPTIMAL (greedy-size) in 63 s in all
+APART_MAX_UNITS = PILOT_UNITS
+# seconds past its deadline before the heuristics' process is killed: passes about to end finish (the
+# time kept after auto's stage to check and write the plan absorbs it). idealloc/S_1 at 5 s, load 6:
+# with 0.05 s auto kept naive's plan (13.7 x the bound) in 3 runs of 5; with 0.5 s greedy-size's
+# (1.0249, as in-process) in 3 of 3, main 4.2-4.6 s (in-process: 5.2-5.7 s, and +2.8 s at load 6.6)
+APART_GRACE = 0.5
+# what runs here when the heuristics' process finished nothing in time: as cheap as naive (0.1 CPU s
+# on idealloc/S_1) and there at the load bound, where naive's plan is 13.7 x it (auto S_1 at 5 s, load 8)
+FALLBACK = "peak-stack"
+CONSTRUCTIVE_SHARE = 0.5  # without compiled kernels: of a limited deadline, after which no heuristic starts
 
 
 def pilot_order(problem: Problem, names: list[str], seed: int = 0) -> list[str]:
@@ -53,25 +70,24 @@ def pilot_order(problem: Problem, names: list[str], seed: int = 0) -> list[str]:
         except Exception:  # noqa: BLE001 - it fails on the whole problem too: last
             rank[name] = (True, 0, k)
     return sorted(names, key=rank.__getitem__)
-# above this many units, under a wall-clock limit, the heuristics run in a process killed at the
-# deadline (``apart``): a compiled pass cannot be interrupted, and on idealloc/S_1 (28.5k units) one
-# of 0.3-0.5 CPU s took 4.2 s wall at load 6 (auto 2.8 s over a 5 s limit); below it a pass takes
-# under 0.1 s, less than a fork and the plans' transfer
-APART_UNITS = 5000
-# and up to this many: above it a plan's way back (its placements to arrays, 12 MB through the pipe,
-# a million Placements rebuilt here: several CPU s) and the fork's start outlast the limit. A
-# million S_1-shaped buffers at 60 s, load 5-6: forked, greedy-conflicts' plan (OPTIMAL) was made
-# but not handed over before the kill (auto: UNKNOWN); here, OPTIMAL (greedy-size) in 63 s in all
-APART_MAX_UNITS = PILOT_UNITS
-# seconds past its deadline before the heuristics' process is killed: passes about to end finish (the
-# time kept after auto's stage to check and write the plan absorbs it). idealloc/S_1 at 5 s, load 6:
-# with 0.05 s auto kept naive's plan (13.7 x the bound) in 3 runs of 5; with 0.5 s greedy-size's
-# (1.0249, as in-process) in 3 of 3, main 4.2-4.6 s (in-process: 5.2-5.7 s, and +2.8 s at load 6.6)
-APART_GRACE = 0.5
-# what runs here when the heuristics' process finished nothing in time: as cheap as naive (0.1 CPU s
-# on idealloc/S_1) and there at the load bound, where naive's plan is 13.7 x it (auto S_1 at 5 s, load 8)
-FALLBACK = "peak-stack"
-CONSTRUCTIVE_SHARE = 0.5  # without compiled kernels: of a limited deadline, after which no heuristic starts
+
+
+@dataclass(frozen=True)
+class StageParams:
+    """Settings of the heuristic stage (``run_heuristics``) a caller may change (tests do).
+
+    ``improving_seconds``: what an improving heuristic (hill-climb) takes when run on its own
+    without a limit, its default; the stage gives it at least that if the limit leaves it.
+    ``apart_units``: above this many units, under a wall-clock limit, the heuristics run in a
+    process killed at the deadline (``apart``): a compiled pass cannot be interrupted, and on
+    idealloc/S_1 (28.5k units) one of 0.3-0.5 CPU s took 4.2 s wall at load 6 (auto 2.8 s over a
+    5 s limit); below it a pass takes under 0.1 s, less than a fork and the plans' transfer."""
+
+    improving_seconds: float = 1.0
+    apart_units: int = 5000
+
+
+DEFAULT = StageParams()
 
 
 def improving(name: str) -> bool:
@@ -79,26 +95,27 @@ def improving(name: str) -> bool:
     return bool(registry.get(name).anytime)  # type: ignore[attr-defined]
 
 
-def run_heuristics(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1,
-                   improve: bool = True, objective: Objective | None = None) -> tuple[list[Plan], dict[str, str]]:
+def run_heuristics(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1, improve: bool = True,
+                   objective: Objective | None = None,
+                   params: StageParams = DEFAULT) -> tuple[list[Plan], dict[str, str]]:
     """``_run`` (below), in a forked process killed at ``deadline`` (``apart``) when a compiled pass
     could outlast it: every plan finished by then is kept, the heuristics not finished are
     reported as stopped. Otherwise here."""
-    if not apart(problem, deadline):
-        return _run(problem, deadline, seed, workers, improve, objective)
-    return _run_apart(problem, deadline, seed, workers, improve, objective)
+    if not apart(problem, deadline, params):
+        return _run(problem, deadline, seed, workers, improve, objective, params=params)
+    return _run_apart(problem, deadline, seed, workers, improve, objective, params)
 
 
-def apart(problem: Problem, deadline: Deadline) -> bool:
+def apart(problem: Problem, deadline: Deadline, params: StageParams = DEFAULT) -> bool:
     """Whether the heuristics run in a member process: under a wall-clock limit, on more than
-    ``APART_UNITS`` units and at most ``APART_MAX_UNITS``, where processes fork, with the kernels
-    compiled (pure-Python passes poll the deadline themselves)."""
-    return (APART_UNITS < problem.unit_count <= APART_MAX_UNITS and deadline.limited and not deadline.deterministic
-            and "fork" in mp.get_all_start_methods() and not jit.not_compiled())
+    ``params.apart_units`` units and at most ``APART_MAX_UNITS``, where processes fork, with the
+    kernels compiled (the pure-Python references poll the deadline themselves)."""
+    return (params.apart_units < problem.unit_count <= APART_MAX_UNITS and deadline.limited
+            and not deadline.deterministic and "fork" in mp.get_all_start_methods() and not jit.not_compiled())
 
 
 def _run_apart(problem: Problem, deadline: Deadline, seed: int, workers: int, improve: bool,
-               objective: Objective | None) -> tuple[list[Plan], dict[str, str]]:
+               objective: Objective | None, params: StageParams) -> tuple[list[Plan], dict[str, str]]:
     """``_run`` in a forked member that hands over each plan as it is finished (its placements as
     two arrays: a plan of 28.5k buffers pickles in 0.15 CPU s, its arrays in 6 ms), killed
     ``APART_GRACE`` seconds after ``deadline``. If none was finished by then, ``FALLBACK`` (or the first
@@ -109,13 +126,13 @@ def _run_apart(problem: Problem, deadline: Deadline, seed: int, workers: int, im
         if jit.compiled(group):
             jit.warmup([group])
     if jit.compiled("heuristics"):
-        from optplan.heuristics.compiled import arrays
+        from optplan.heuristics.arrays import arrays
 
         arrays(problem)  # the time index every heuristic reads, built once here (1M buffers: 3-4 CPU s)
     plans: dict[str, Plan] = {}
     gc.freeze()  # the child's collections leave this process's objects alone: touching them would copy their pages
     try:
-        member = fork_member(lambda d: _run(problem, d, seed, workers, improve, objective,
+        member = fork_member(lambda d: _run(problem, d, seed, workers, improve, objective, params=params,
                                             deliver=lambda plan: report(_packed(problem, plan)))[1],  # (the plans are sent)
                              deadline, grace=APART_GRACE, partial=lambda packed: _take(problem, packed, plans))
     finally:
@@ -164,8 +181,8 @@ def _names(problem: Problem) -> list[str]:
 
 
 def _run(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1, improve: bool = True,
-         objective: Objective | None = None,
-         deliver: Callable[[Plan], None] | None = None) -> tuple[list[Plan], dict[str, str]]:
+         objective: Objective | None = None, deliver: Callable[[Plan], None] | None = None,
+         params: StageParams = DEFAULT) -> tuple[list[Plan], dict[str, str]]:
     """The constructive heuristics on ``workers`` threads (the compiled kernels release the GIL),
     in registry order (above ``PILOT_UNITS`` units with a limit: best first on a slice, one at a
     time: a million S_1-shaped buffers, two side by side each took 40-50 s wall at load 6), each on
@@ -176,7 +193,7 @@ def _run(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1, 
     limit pays for). Then, if ``improve``, the improving ones (hill-climb) one after the other,
     each on a part of ``deadline`` set by what the constructive ones cost: as much again, but no
     more than half of what is left, and at least what it takes when run on its own without a
-    limit (``IMPROVING_DEFAULT``) if that fits; none when that would not cover one packing.
+    limit (``params.improving_seconds``) if that fits; none when that would not cover one packing.
 
     While the kernels are not compiled under a time limit (``optplan.core.jit``: pure-Python packing,
     seconds per heuristic on 30k buffers) the limit comes first: a heuristic starts only while
@@ -194,78 +211,108 @@ def _run(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1, 
     the result must not). A cancelled deadline stops the improving ones at once. ``deliver`` is
     given each plan as it is made (on the thread that made it).
     """
+    stage = _Stage(problem, deadline, seed, objective, deliver)
     names = _names(problem)
     constructive = [n for n in names if not improving(n)]
-    first = deadline.share(CONSTRUCTIVE_SHARE) if jit.not_compiled() and deadline.limited else deadline
+    climbs = sum(improving(n) for n in names) if improve else 0  # each packs as often as hill-climb
+    kernels.expect(problem.unit_count * (len(constructive) + climbs * expected_passes(problem.unit_count)))
     if (problem.unit_count > PILOT_UNITS and deadline.limited and not deadline.deterministic and not problem.concurrent
-            and first is deadline):
+            and stage.first is deadline):
         constructive = pilot_order(problem, constructive, seed)
         workers = 1  # the best on the slice alone: it ends sooner, and a plan at the bound ends the stage
-    t0 = time.perf_counter()
-    results: dict[str, Plan] = {}
-    errors: dict[str, str] = {}
-    costs: list[float] = []  # wall seconds each took (what the time left must cover)
-    cpu: list[float] = []  # CPU seconds of each one's thread (what "cheap" means: a loaded machine slows the wall clock)
-
-    def one(name: str, budget: Deadline) -> None:
-        t, c = time.perf_counter(), time.thread_time()
-        try:
-            results[name] = registry.solve(problem, name, seed=seed, objective=objective, deadline=budget)
-            if deliver is not None:
-                deliver(results[name])
-        except Exception as e:  # noqa: BLE001 - reported in the plan's stats
-            errors[name] = f"{type(e).__name__}: {e}"
-        cpu.append(time.thread_time() - c)
-        costs.append(time.perf_counter() - t)
-
-    def settled(name: str) -> bool:
-        """A plan proven optimal ends the stage (none can beat it); not on a deterministic
-        deadline, where which finished first must not decide the plan."""
-        done = None if deadline.deterministic else next(
-            (p.planner for p in list(results.values()) if p.status is Status.OPTIMAL), None)
-        if done is not None:
-            errors[name] = f"not run: {done}'s plan is optimal"
-        return done is not None
-
-    def affordable(name: str) -> bool:
-        if settled(name):
-            return False
-        if first is not deadline and first.expired() and name != constructive[0]:
-            errors[name] = f"not run: {deadline.cancelled or 'time limit reached'}"
-            return False
-        if deadline.deterministic and first.expired():  # its wall-clock guard (they cost no deterministic time)
-            errors[name] = f"not run: {deadline.cancelled or 'time limit reached'}"
-            return False
-        if deadline.deterministic or not deadline.limited or sum(cpu) < CHEAP:
-            return True
-        if deadline.left() >= max(costs, default=0.0):
-            return True
-        errors[name] = (f"not run: the time left ({deadline.left():.1f} s) does not cover the slowest heuristic "
-                        f"measured ({max(costs):.1f} s)")
-        return False
-
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        running: set[Future[None]] = set()
-        for name in constructive:
-            if len(running) >= max(1, workers) or (running and not costs and time.perf_counter() - t0 >= CHEAP):
-                done, running = wait(running, return_when=FIRST_COMPLETED)  # a cost to judge the next one by
-            if affordable(name):
-                running.add(pool.submit(one, name, first))
-        wait(running)
-    cost = 0.0 if deadline.deterministic else time.perf_counter() - t0
+    cost = stage.run_constructive(constructive, workers)
     for name in (n for n in names if improving(n)):
         if not improve:
-            errors[name] = "skipped: only constructive heuristics in this mode"
-            continue
-        if settled(name):
-            continue
-        if first is not deadline and results and deadline.expired():  # it would evaluate its first orders all the same
-            errors[name] = f"not run: {deadline.cancelled or 'time limit reached'}"
-            continue
+            stage.errors[name] = "skipped: only constructive heuristics in this mode"
+        else:
+            stage.run_improving(name, cost, params.improving_seconds)
+    return [stage.results[n] for n in names if n in stage.results], stage.errors
+
+
+class _Stage:
+    """One run of ``_run``: the plans made so far, the heuristics not run (and why), and what each
+    one cost, which decides whether the next one starts."""
+
+    def __init__(self, problem: Problem, deadline: Deadline, seed: int, objective: Objective | None,
+                 deliver: Callable[[Plan], None] | None) -> None:
+        self.problem, self.deadline, self.seed, self.objective, self.deliver = problem, deadline, seed, objective, deliver
+        # the constructive heuristics' deadline: a share of the limit while the kernels are not compiled
+        self.first = deadline.share(CONSTRUCTIVE_SHARE) if jit.not_compiled() and deadline.limited else deadline
+        self.results: dict[str, Plan] = {}
+        self.errors: dict[str, str] = {}
+        self.costs: list[float] = []  # wall seconds each took (what the time left must cover)
+        self.cpu: list[float] = []  # CPU seconds of each one's thread (what "cheap" means: a loaded machine slows the wall clock)
+
+    def run_constructive(self, names: list[str], workers: int) -> float:
+        """Run ``names`` on ``workers`` threads, each as long as it is affordable; the seconds they
+        took together (0 on a deterministic deadline)."""
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            running: set[Future[None]] = set()
+            for name in names:
+                if len(running) >= max(1, workers) or (running and not self.costs and time.perf_counter() - t0 >= CHEAP):
+                    done, running = wait(running, return_when=FIRST_COMPLETED)  # a cost to judge the next one by
+                if self.affordable(name, names[0]):
+                    running.add(pool.submit(self.one, name, self.first))
+            wait(running)
+        return 0.0 if self.deadline.deterministic else time.perf_counter() - t0
+
+    def run_improving(self, name: str, cost: float, alone: float) -> None:
+        """Run the improving heuristic ``name`` on its part of the deadline: ``cost`` (what the
+        constructive ones took) again, at most half of what is left, at least ``alone`` (what it
+        takes on its own) if that fits; not when a plan is optimal, the time is up or its part
+        would not cover one packing."""
+        deadline = self.deadline
+        if self.settled(name):
+            return
+        if self.first is not deadline and self.results and deadline.expired():  # it would evaluate its first orders all the same
+            self.errors[name] = f"not run: {deadline.cancelled or 'time limit reached'}"
+            return
         left = deadline.left()
-        seconds = max(IMPROVING_DEFAULT, cost) if not deadline.limited else max(min(IMPROVING_DEFAULT, left), min(cost, left / 2))
-        if deadline.limited and not deadline.deterministic and sum(cpu) >= CHEAP and seconds < max(costs, default=0.0):
-            errors[name] = f"not run: its {seconds:.1f} s would not cover one packing ({max(costs):.1f} s measured)"
-            continue
-        one(name, deadline.part(seconds))
-    return [results[n] for n in names if n in results], errors
+        seconds = max(alone, cost) if not deadline.limited else max(min(alone, left), min(cost, left / 2))
+        if deadline.limited and not deadline.deterministic and sum(self.cpu) >= CHEAP and seconds < max(self.costs, default=0.0):
+            self.errors[name] = f"not run: its {seconds:.1f} s would not cover one packing ({max(self.costs):.1f} s measured)"
+            return
+        self.one(name, deadline.part(seconds))
+
+    def one(self, name: str, budget: Deadline) -> None:
+        """Run ``name`` on ``budget``: its plan, or the error it raised, and what it cost."""
+        t, c = time.perf_counter(), time.thread_time()
+        try:
+            plan = self.results[name] = registry.solve(self.problem, name, seed=self.seed, objective=self.objective,
+                                                       deadline=budget)
+            if self.deliver is not None:
+                self.deliver(plan)
+        except Exception as e:  # noqa: BLE001 - reported in the plan's stats
+            self.errors[name] = f"{type(e).__name__}: {e}"
+        self.cpu.append(time.thread_time() - c)
+        self.costs.append(time.perf_counter() - t)
+
+    def settled(self, name: str) -> bool:
+        """A plan proven optimal ends the stage (none can beat it); not on a deterministic
+        deadline, where which finished first must not decide the plan."""
+        done = None if self.deadline.deterministic else next(
+            (p.planner for p in list(self.results.values()) if p.status is Status.OPTIMAL), None)
+        if done is not None:
+            self.errors[name] = f"not run: {done}'s plan is optimal"
+        return done is not None
+
+    def affordable(self, name: str, first_name: str) -> bool:
+        """Whether the constructive heuristic ``name`` starts now (``first_name``, the first one,
+        always does unless a plan is optimal): see ``_run``."""
+        deadline, first = self.deadline, self.first
+        if self.settled(name):
+            return False
+        if first is not deadline and first.expired() and name != first_name:
+            self.errors[name] = f"not run: {deadline.cancelled or 'time limit reached'}"
+            return False
+        if deadline.deterministic and first.expired():  # its wall-clock guard (they cost no deterministic time)
+            self.errors[name] = f"not run: {deadline.cancelled or 'time limit reached'}"
+            return False
+        if deadline.deterministic or not deadline.limited or sum(self.cpu) < CHEAP:
+            return True
+        if deadline.left() >= max(self.costs, default=0.0):
+            return True
+        self.errors[name] = (f"not run: the time left ({deadline.left():.1f} s) does not cover the slowest heuristic "
+                             f"measured ({max(self.costs):.1f} s)")
+        return False

@@ -33,7 +33,10 @@ from optplan.core.deadline import current
 from optplan.core.plan import Placement
 from optplan.core.problem import Problem
 from optplan.core.units import Unit
+from optplan.heuristics.arrays import arrays, indices, root_rank
+from optplan.heuristics.arrays import placements as unit_placements
 from optplan.heuristics.packer import Packer, fixed_first
+from optplan.heuristics.tree_packer import pack
 from optplan.registry import POLL_EVERY, Result, cut, planner
 
 GROUP_LIMIT = 20  # exhaustive search per group of competing units up to this many (Vela's rule)
@@ -240,7 +243,7 @@ def _fastest_fit(problem: Problem, memory: str, candidates: list[Unit], curve: C
 
 def stage(problem: Problem, select: Selector, reference: bool = False) -> Result:
     """Select per capacitated memory (fastest first) on the usage curve, then pack (``reference``:
-    with the pure-Python packer the compiled one is tested against)."""
+    with the pure-Python packer the tree packer is tested against)."""
     packer = Packer(problem) if reference or problem.concurrent or not jit.usable("heuristics") else None
     placements: dict[str, Placement] = {}
     todo = list(problem.units)
@@ -281,7 +284,7 @@ def _pack(problem: Problem, placements: dict[str, Placement], packer: Packer | N
     """Place ``units`` in ``memory`` (fixed first, then by decreasing size, first fit); the ones
     that do not fit are returned. With a ``packer`` (the reference, vector clocks, and no compiled
     kernels under a time limit) its loop places them, polling the running planner's deadline (None:
-    it ran out first); otherwise the compiled packer (same placements) does, into ``placements``:
+    it ran out first); otherwise the tree packer (same placements) does, into ``placements``:
     each memory is packed once, so the pass starts from an empty memory."""
     if packer is not None:
         out = []
@@ -295,15 +298,12 @@ def _pack(problem: Problem, placements: dict[str, Placement], packer: Packer | N
             else:
                 packer.place(u, memory, o)
         return out
-    from optplan.heuristics import compiled  # numba: imported on first use
-
-    a = compiled.arrays(problem)
-    idx = compiled.indices(problem, units)
-    idx = compiled.indices(problem, idx[np.lexsort((compiled.root_rank(problem)[idx], a.start[idx],
-                                                    a.low[idx] - a.high[idx]))])  # (-height, start, root)
-    off, where, _ = compiled.pack(problem, idx, "first", memory=memory, skip=True)
+    a = arrays(problem)
+    idx = indices(problem, units)
+    idx = indices(problem, idx[np.lexsort((root_rank(problem)[idx], a.start[idx], a.low[idx] - a.high[idx]))])  # (-height, start, root)
+    off, where, _ = pack(problem, idx, "first", memory=memory, skip=True)
     placed = off[idx] >= 0
-    placements.update(compiled.placements(problem, off, where, idx[placed]))
+    placements.update(unit_placements(problem, off, where, idx[placed]))
     return [problem.units[i] for i in idx[~placed].tolist()]
 
 

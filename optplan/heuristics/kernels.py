@@ -1,0 +1,96 @@
+"""The heuristics' kernels come in two forms: plain Python, and the same functions compiled by numba.
+
+The kernels of ``tree_packer``, ``skyline`` and ``recycle_heap`` are plain Python over numpy
+arrays, marked ``@kernel``; ``compiled`` hands the very same functions to numba. The Python form
+costs 15-400 µs per unit placed (recycle's heap the least, the packers more as the time index
+grows), the compiled one 0.5-6 µs, but the first compiled call of a process starts numba and
+loads the kernels from its cache: about 0.55 CPU s. So, as the core's sweeps do
+(``optplan.core.jit.kernel``), a process runs the Python form (same code, same plans) while numba
+is not loaded and its Python work stays within a budget, ``PYTHON_MAX_PLACEMENTS``, counted over
+the process rather than per call because heuristics make many passes: ``optplan solve`` on a
+handful of buffers never starts numba for its heuristics, and a larger problem loses at most the
+budget. A caller that knows it will make many passes says so first (``expect``): hill-climb, the
+heuristic stage of ``run``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from optplan.core import jit
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# numba's options per kernel, by module: what ``compiled`` compiles (each with ``cache=True``)
+KERNELS: dict[str, dict[str, dict[str, Any]]] = {}
+
+# unit placements a process runs in Python before it starts numba (``python_pays``). Measured at
+# load 5-10 (2 cores): numba's start and loading the packers' kernels from its cache take 0.52-0.57
+# CPU s; the Python form places a unit in 90-100 µs with the tree packer on 150-1,500 units (285-350
+# on idealloc/G_1's 816), 160-180 with the banked packer, 13-17 with the recycle heap. So 2,000 take
+# about 0.2 s: at most that is lost where numba starts anyway, a third of its start. Every heuristic
+# on the five buffers of example.12 (hill-climb's full patience on up to six) stays in Python.
+PYTHON_MAX_PLACEMENTS = 2_000
+
+
+class _Budget:
+    """Unit placements this process ran in Python so far (threads of the heuristic stage share it)."""
+
+    def __init__(self) -> None:
+        self.spent = 0
+        self._lock = threading.Lock()
+
+    def take(self, placements: int) -> bool:
+        """Spend ``placements`` if they fit in ``PYTHON_MAX_PLACEMENTS``; whether they did."""
+        with self._lock:
+            if self.spent + placements > PYTHON_MAX_PLACEMENTS:
+                return False
+            self.spent += placements
+            return True
+
+    def close_unless(self, placements: int) -> None:
+        """Spend what is left unless ``placements`` more fit in it."""
+        with self._lock:
+            if self.spent + placements > PYTHON_MAX_PLACEMENTS:
+                self.spent = PYTHON_MAX_PLACEMENTS
+
+
+_BUDGET = _Budget()
+
+
+def kernel(**options: Any) -> Callable[[F], F]:
+    """Mark a function as a kernel: ``compiled`` compiles it with numba's ``options``; the
+    function itself stays its pure-Python form, unchanged."""
+    def mark(f: F) -> F:
+        KERNELS.setdefault(f.__module__, {})[f.__name__] = options
+        return f
+    return mark
+
+
+def python_pays(placements: int) -> bool:
+    """Whether a pass placing ``placements`` units runs in Python: numba is not loaded in this
+    process yet and the Python work so far, with this pass, stays within
+    ``PYTHON_MAX_PLACEMENTS`` (then it is counted). While the kernels may not be used
+    (``jit.usable``; callers then take their pure-Python references) Python is the only form."""
+    return not jit.usable("heuristics") or (not jit.loaded() and _BUDGET.take(placements))
+
+
+def expect(placements: int) -> None:
+    """A caller is about to make passes placing ``placements`` units in all: if they would not fit
+    in what is left of the Python budget, every pass runs compiled from the first (its Python
+    passes would only be time lost before numba starts anyway)."""
+    _BUDGET.close_unless(placements)
+
+
+def pick(python: F, placements: int, compiled: bool | None = None) -> F:
+    """The form of the kernel ``python`` to run for a pass placing ``placements`` units: compiled
+    (``compiled`` True), Python (False), or as ``python_pays`` decides (None)."""
+    if compiled is None:
+        compiled = not python_pays(placements)
+    if not compiled:
+        return python
+    numba_forms = importlib.import_module(jit.GROUPS["heuristics"][0])  # ``compiled`` (numba: imported on first use)
+    return getattr(numba_forms, python.__name__)  # type: ignore[no-any-return]
