@@ -134,7 +134,8 @@ def optplan(path: Path, *, capacity: int | None, objective: str, time_limit: flo
     except json.JSONDecodeError:
         return Solved(run, None, "KILLED" if run.killed else f"ERROR {run.err.strip()[-200:]}", None, None)
     peaks = got.get("peak") or {}
-    peak = next(iter(peaks.values())) if peaks else None
+    found = got.get("status") in ("OPTIMAL", "FEASIBLE")  # an UNKNOWN plan's JSON says peak 0
+    peak = next(iter(peaks.values())) if peaks and found else None
     bound = next(iter((got.get("lower_bound") or {}).values()), None)
     return Solved(run, peak, got.get("status", "?"), bound, got.get("seconds"))
 
