@@ -132,7 +132,7 @@ def optplan(path: Path, *, capacity: int | None, objective: str, time_limit: flo
     try:
         got = json.loads(run.out)
     except json.JSONDecodeError:
-        return Solved(run, None, "KILLED" if run.killed else f"ERROR {run.err.strip()[-200:]}", None, None)
+        return Solved(run, None, "KILLED" if run.killed else f"ERROR {_last_line(run.err)}", None, None)
     peaks = got.get("peak") or {}
     found = got.get("status") in ("OPTIMAL", "FEASIBLE")  # an UNKNOWN plan's JSON says peak 0
     peak = next(iter(peaks.values())) if peaks and found else None
@@ -174,8 +174,14 @@ def omnimalloc(path: Path, allocator: str, time_limit: float, threads: int = 2, 
     try:
         got = json.loads(run.out.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError):
-        return Solved(run, None, "KILLED" if run.killed else f"ERROR {run.err.strip()[-200:]}", None, None)
+        return Solved(run, None, "KILLED" if run.killed else f"ERROR {_last_line(run.err)}", None, None)
     return Solved(run, got["peak"], "OPTIMAL" if got["proven"] else "FEASIBLE", None, got["seconds"])
+
+
+def _last_line(text: str) -> str:
+    """The last line of an error text (a traceback's message), shortened for a table cell."""
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][-200:].replace("|", "/") if lines else "(no message)"
 
 
 def write_csv(problem: object, path: Path) -> Path:
