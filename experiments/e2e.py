@@ -20,6 +20,7 @@ import math
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -210,7 +211,7 @@ def spread(xs: list[float]) -> str:
 
 
 def _median(xs: list[float]) -> float:
-    return quantile(xs, 0.5)
+    return statistics.median(xs) if xs else math.nan
 
 
 def feasible_rows(cases: list[tuple[str, Path]], capacity: int, time_limit: float, repeat: int,
