@@ -3,6 +3,7 @@
     python experiments/bench_minimize.py challenging --time-limit 60          # MiniMalloc A-E, auto
     python experiments/bench_minimize.py tight --seeds 0:40 --time-limit 5 --planner search --compare
     python experiments/bench_minimize.py cut --seeds 0:20 --time-limit 10 --beside search   # generated, known optimum
+    python experiments/bench_minimize.py cut --e2e --seeds 0:10 --time-limit 20 [--peer supermalloc]   # as processes
 
 ``challenging`` reads ../shared/benchmarks/minimalloc/*.csv and ignores the capacity in their
 names. ``tight`` generates instances whose optimum is often above the load bound (MiniMalloc's D
@@ -16,6 +17,13 @@ from the start, ``FLOOR_RACE_SHARE`` = 0) and new, side by side; ``--compare-sha
 of auto's shares to switch off instead (``FLOOR_DECISION_SHARE``: CP-SAT's decisions at the bound). Times are CPU seconds of this
 process (auto's search member and the search's workers are forked processes, not counted: wall
 seconds too), with the load.
+
+``--e2e`` measures what the user sees instead: each instance written once as a CSV (capacity
+dropped), ``optplan solve --objective min-peak`` as a whole process, start to exit (``e2e.py``):
+the peak over the optimum (cut families: the capacity, by construction; challenging: over the
+load bound), the status, the wall time and whether the process ended within max(1.1 T, T + 1 s);
+the distribution (median, p90, max) of peak / optimum. ``--peer supermalloc`` runs OmniMalloc's
+SuperMalloc beside, as a process with the same limit (``omnimalloc_peer.py``).
 """
 
 from __future__ import annotations
@@ -24,9 +32,11 @@ import argparse
 import os
 import random
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+import e2e
 from gen_instances import instance
 
 from optplan import portfolio
@@ -108,7 +118,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--unsettled", action="store_true", help="list only rows not proven at the load bound")
     ap.add_argument("--compare", action="store_true", help="each instance old (the share below 0) and new")
     ap.add_argument("--compare-share", default="FLOOR_RACE_SHARE", help="the portfolio constant --compare sets to 0")
+    ap.add_argument("-o", "--output", help="--e2e: the results file")
+    ap.add_argument("--e2e", action="store_true", help="optplan (and --peer) as processes (e2e.py)")
+    ap.add_argument("--peer", default="", help="--e2e: an OmniMalloc allocator run beside, e.g. supermalloc")
     args = ap.parse_args(argv)
+    if args.e2e:
+        return end_to_end(args)
     print(f"$ python {' '.join(sys.argv)}\n\nload average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())}\n")
     head = f"{args.beside} at the capacity (s wall) | " if args.beside else ""
     print(f"| instance | buffers | {head}planner | status | peak | proven bound | load bound | CP-SAT decisions at the bound | CPU s | wall s |")
@@ -148,6 +163,64 @@ def main(argv: list[str] | None = None) -> int:
     if args.beside:
         print(f"\n{args.beside} at the capacity packed {packed} of {len(cases)}")
     print(f"\nload average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    return 0
+
+
+def _cases(args: argparse.Namespace) -> list[tuple[str, Problem, int, bool]]:
+    """(name, problem, its optimum or its load bound, whether that is the optimum) for ``--e2e``."""
+    if args.family == "challenging":
+        found = [(p.stem.split(".")[0], read_problem(p)) for p in sorted(SHARED.glob("[A-Z].*.csv"))]
+        return [(n, p, lower_bounds(p.with_capacity(None)).lower["mem"], False) for n, p in found
+                if not args.instances or n in args.instances.split(",")]
+    lo, hi = (int(x) for x in args.seeds.split(":"))
+    if args.family != "cut":
+        raise SystemExit("--e2e: the families challenging or cut")
+    return [(f"{f}-{s}", p, p.metadata["optimum"], True) for f in args.families.split(",") for s in range(lo, hi)
+            for p in [instance(f, s)] if not args.instances or f"{f}-{s}" in args.instances.split(",")]
+
+
+def end_to_end(args: argparse.Namespace) -> int:
+    """Minimize mode as processes: peak / optimum per instance and its distribution."""
+    t = args.time_limit
+    lines = e2e.header(sys.argv, f"Minimize mode (no capacity), limit T = {t:g} s; 'in time': the process ended "
+                                 f"within max(1.1 T, T + 1 s) = {max(1.1 * t, t + 1):g} s.")
+    head = "| instance | buffers | optimum | optplan status | peak | peak / optimum | proven bound | wall s | in time | RSS MiB |"
+    if args.peer:
+        head += f" {args.peer} peak / optimum | proven | wall s |"
+    cases = _cases(args)
+    if cases and not cases[0][3]:
+        head = head.replace("optimum", "load bound")
+    lines += [head, "| --- " * (head.count("|") - 1) + "|"]
+    print("\n".join(lines), flush=True)
+    ratios, peer_ratios, proven, late = [], [], 0, []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, problem, optimum, _ in cases:
+            path = e2e.write_csv(problem, Path(tmp, f"{name}.csv"))
+            got = e2e.optplan(path, capacity=None, objective="min-peak", time_limit=t)
+            ratio = got.peak / optimum if got.peak is not None else float("inf")
+            ratios.append(ratio)
+            proven += got.status == "OPTIMAL"
+            in_time = got.run.seconds <= max(1.1 * t, t + 1)
+            if not in_time:
+                late.append(name)
+            row = (f"| {name} | {len(problem.buffers)} | {optimum} | {got.status} | {got.peak} | {ratio:.4f} | {got.bound} | "
+                   f"{got.run.seconds:.2f} | {'yes' if in_time else 'NO'} | {got.run.rss_mib:.0f} |")
+            if args.peer:
+                peer = e2e.omnimalloc(path, args.peer, t)
+                peer_ratio = peer.peak / optimum if peer.peak is not None else float("inf")
+                peer_ratios.append(peer_ratio)
+                row += f" {peer_ratio:.4f} | {'yes' if peer.status == 'OPTIMAL' else 'no'} | {peer.run.seconds:.2f} |"
+            lines.append(row)
+            print(row, flush=True)
+    what = "optimum" if cases and cases[0][3] else "load bound"
+    lines += ["", f"optplan peak / {what} over {len(ratios)} instances: {e2e.spread(ratios)}; proven optimal {proven}; "
+              f"processes past max(1.1 T, T + 1 s): {', '.join(late) or 'none'}"]
+    if peer_ratios:
+        lines.append(f"{args.peer} peak / {what}: {e2e.spread(peer_ratios)}")
+    lines += ["", f"uptime after: {e2e.uptime()}"]
+    print("\n".join(lines[-4:]), flush=True)
+    if args.output:
+        Path(args.output).write_text("\n".join(lines) + "\n")
     return 0
 
 

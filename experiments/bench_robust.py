@@ -2,6 +2,7 @@
 
     python experiments/bench_robust.py [--seeds 70] [--families guillotine pinwheel perturbed]
         [--planners search auto] [--time-limit 10] [--workers 2] [-o experiments/results/robust.md]
+    MINIMALLOC_BIN=... python experiments/bench_robust.py --e2e --seeds 10 --time-limit 60 [--repeat 1]
 
 Instances come from ``gen_instances`` (known optimum = the capacity, 1 MiB, for the cut families;
 perturbations of A-E may have none). Each planner decides "does a plan fit in 1 MiB?" (objective
@@ -11,6 +12,11 @@ figures from the same run compare). Time quantiles count an unsolved instance as
 limit (shown as ``>limit``). MiniMalloc runs too when available: ``MINIMALLOC_BIN`` (its command
 line solver, ``--capacity --input --output``) or the ``minimalloc`` Python module (OmniMalloc's
 wrapper needs it; OmniMalloc 1.0.0 does not ship it). The load average is printed before and after.
+
+``--e2e`` measures what the user sees instead: each instance written once as a CSV, then
+``optplan solve --objective feasible --capacity 1048576`` (the first of ``--planners``) and
+MiniMalloc's binary each as a whole process, start to exit, their order alternating over
+``--repeat`` rounds; end-to-end and engine-only seconds, per family and over all (``e2e.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import e2e
 from gen_instances import CELLS, FAMILIES, UNIT, instance
 
 from optplan.core.problem import Problem
@@ -101,7 +108,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, default=10.0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("-o", "--output")
+    ap.add_argument("--e2e", action="store_true", help="optplan and MiniMalloc as processes (e2e.py)")
+    ap.add_argument("--repeat", type=int, default=1, help="--e2e: rounds, the tools' order alternating")
     args = ap.parse_args(argv)
+    if args.e2e:
+        return end_to_end(args)
     lines = ["```", "python " + " ".join(shlex.quote(a) for a in sys.argv), "```", ""]
     t_start = time.perf_counter()
     compile_s = engine.ensure_compiled()
@@ -157,6 +168,47 @@ def main(argv: list[str] | None = None) -> int:
     if args.output:
         write_text(args.output, "\n".join(lines) + "\n")
     return 0
+
+
+def end_to_end(args: argparse.Namespace) -> int:
+    """The families' instances at the capacity as processes, optplan beside MiniMalloc, one table
+    per family (``e2e.feasible_rows``) and one over all of them."""
+    lines = e2e.header(sys.argv, f"Limit {args.time_limit:g} s; seeds {args.first_seed}..{args.first_seed + args.seeds - 1} "
+                                 f"of each family; per instance the median of {args.repeat} run(s).")
+    print("\n".join(lines), flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        everything = []
+        for family in args.families:
+            cases = [(f"{family}-{seed}", e2e.write_csv(instance(family, seed), Path(tmp, f"{family}-{seed}.csv")))
+                     for seed in range(args.first_seed, args.first_seed + args.seeds)]
+            everything += cases
+            lines += ["", f"### {family}", "", f"uptime: {e2e.uptime()}", ""]
+            lines += e2e.feasible_rows(cases, CAPACITY, args.time_limit, args.repeat, args.planners[0])
+            print("\n".join(lines[-len(cases) - 8:]), flush=True)
+        if len(args.families) > 1:  # the summary over every family (the runs above, read again: no rerun)
+            lines += ["", "### all families", ""] + _pooled(lines)
+    lines += ["", f"uptime after: {e2e.uptime()}"]
+    print("\n".join(lines[-12:]), flush=True)
+    if args.output:
+        write_text(args.output, "\n".join(lines) + "\n")
+    return 0
+
+
+def _pooled(lines: list[str]) -> list[str]:
+    """Packed counts and time ratios over every family's rows of ``lines`` (their table cells)."""
+    rows = [r.split("|")[1:-1] for r in lines
+            if r.startswith("| ") and not r.startswith("| ---") and r.count("|") == 13 and "instance" not in r]
+    ours = sum(c[1].strip() == "packed" for c in rows)
+    theirs = sum(c[6].strip() == "packed" for c in rows)
+    missed = [c[0].strip() for c in rows if c[6].strip() == "packed" and c[1].strip() != "packed"]
+    e2e_r = [float(c[10]) if c[1].strip() == "packed" else math.inf for c in rows if c[6].strip() == "packed"]
+    eng_r = [float(c[11]) if c[1].strip() == "packed" else math.inf for c in rows if c[6].strip() == "packed"]
+    out = [f"packed: optplan {ours} of {len(rows)}, MiniMalloc {theirs} of {len(rows)}"
+           + (f"; MiniMalloc packed and optplan did not: {', '.join(missed)}" if missed else "")]
+    if e2e_r:
+        out.append(f"time ratio optplan / MiniMalloc on the {len(e2e_r)} instances MiniMalloc packed: end to end "
+                   f"{e2e.spread(e2e_r)}; engine only {e2e.spread(eng_r)}")
+    return out
 
 
 if __name__ == "__main__":

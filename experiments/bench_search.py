@@ -1,6 +1,7 @@
 """The compiled canonical search on the hardest real instances, beside greedy-size, in one run.
 
     python experiments/bench_search.py [--time-limit 60] [--workers 2] [-o experiments/results/search.md]
+    MINIMALLOC_BIN=... python experiments/bench_search.py --e2e [--repeat 2] [-o experiments/results/search_e2e.md]
 
 Rows: minimalloc A-E at capacity 1048576 (objective "feasible": a plan that fits), C and D again
 with "min-peak" (prove the optimal peak under that capacity), E with "min-peak" and no capacity
@@ -11,6 +12,11 @@ MiniMalloc, right before the search in the same conditions, and report the ratio
 figures from ../shared/README.md are quoted beside. The numba compile/load time is measured once before the
 first row and reported separately, not counted in the seconds column. The machine's load
 average is printed before and after: other processes share the cores.
+
+``--e2e`` measures what the user sees instead: A-E at capacity 1048576, ``optplan solve
+--objective feasible`` (``--planner``, default auto) and MiniMalloc's binary each as a whole
+process, start to exit, instance by instance, their order alternating over ``--repeat`` rounds;
+both the end-to-end and the engine-only seconds (``e2e.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import sys
 import time
 from pathlib import Path
 
+import e2e
 from bench_robust import minimalloc_runner, run_minimalloc
 
 from optplan.core.bounds import lower_bounds
@@ -54,7 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--only", nargs="*", help="labels to run (default: all)")
     ap.add_argument("-o", "--output")
+    ap.add_argument("--e2e", action="store_true", help="A-E at capacity, optplan and MiniMalloc as processes")
+    ap.add_argument("--repeat", type=int, default=1, help="--e2e: rounds, the tools' order alternating")
+    ap.add_argument("--planner", default="auto", help="--e2e: optplan's planner")
     args = ap.parse_args(argv)
+    if args.e2e:
+        return end_to_end(args)
 
     lines = ["```", "python " + " ".join(shlex.quote(a) for a in sys.argv), "```", ""]
     t0 = time.perf_counter()
@@ -119,6 +131,19 @@ def main(argv: list[str] | None = None) -> int:
                      + ", ".join(f"{r:.2f}" for r in ratios) + f" (median {statistics.median(ratios):.2f})")
     lines.append(f"load average after: {load()}; wall time {time.perf_counter() - t0:.0f} s")
     print("\n".join(lines[-2:]), flush=True)
+    if args.output:
+        write_text(args.output, "\n".join(lines) + "\n")
+    return 0
+
+
+def end_to_end(args: argparse.Namespace) -> int:
+    """A-E at capacity 1048576 as processes, optplan beside MiniMalloc (``e2e.feasible_rows``)."""
+    lines = e2e.header(sys.argv, f"Limit {args.time_limit:g} s; per instance the median of {args.repeat} run(s).")
+    print("\n".join(lines), flush=True)
+    cases = [(name, SHARED / f"minimalloc/{name}.1048576.csv") for name in "ABCDE" if not args.only or name in args.only]
+    lines += e2e.feasible_rows(cases, 1048576, args.time_limit, args.repeat, args.planner)
+    lines += ["", f"uptime after: {e2e.uptime()}"]
+    print("\n".join(lines), flush=True)
     if args.output:
         write_text(args.output, "\n".join(lines) + "\n")
     return 0

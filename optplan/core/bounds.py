@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from optplan.core.buffer import INT64_MAX
-from optplan.core.clocks import clique_bound, clock_graph
+from optplan.core.clocks import antichain_bound, clock_graph
 from optplan.core.problem import Problem
 from optplan.core.units import Unit
 
@@ -146,8 +146,8 @@ def _lower_bounds(problem: Problem) -> Bounds:
         if not members:
             continue
         rounding = 1
-        if problem.concurrent:  # vector clocks: the heaviest set of pairwise conflicting buffers
-            load, at = clique_bound(problem, [u.root for u in members])[0], None
+        if problem.concurrent:  # vector clocks: the heaviest set of pairwise conflicting spans
+            load, at = antichain_bound(problem, [u.root for u in members]), None
         elif len(subset) == 1 and all(len(u.members) == 1 for u in members):
             rounding = problem.memory(subset[0]).alignment
             rounding = math.gcd(*[u.modulus[subset[0]][0] for u in members], rounding) if members else rounding
