@@ -73,7 +73,7 @@ def planner(name: str, clocks: bool = False, anytime: bool = False,
 
     Every planner runs under one Deadline (options ``time_limit``/``deterministic``/``deadline``),
     counted from the call: the kernels it needs are loaded (or, without a limit, compiled) within it
-    (``optplan.core.jit``), ``fn`` gets it less the time to check and report the plan (``FINISH_*``), and
+    when first used (``optplan.core.jit``), ``fn`` gets it less the time to check and report the plan (``FINISH_*``), and
     code deep below ``fn`` polls it through ``optplan.core.deadline.current()``."""
 
     def register(fn: PlannerFn) -> Callable[..., Plan]:
@@ -93,26 +93,26 @@ def planner(name: str, clocks: bool = False, anytime: bool = False,
             if "objective" in accepted:
                 options["objective"] = objective
             deadline = make_deadline(options)
-            jit.prepare(deadline)
             inner = _planning_part(problem, deadline)
             if takes_deadline:
                 options["deadline"] = inner
-            bounds = lower_bounds(problem)
-            if bounds.infeasible is not None:
-                result = Result(None, proven_infeasible=True, message=bounds.infeasible)
-            else:
-                with running(inner):
-                    why = declines(problem) if declines is not None else None
-                    result = _route(problem, options, name, why) if why else fn(problem, **options)
-            _note(result, jit.note())
-            if deadline.deterministic and deadline.root.guard_hit:
-                result.stats.setdefault("deterministic_wall_capped", 1)
-                _note(result, (GUARDED, None))
-            reason = deadline.cancelled
-            if reason:
-                result.stats["stopped"] = reason
-                _note(result, (reason, None))
-            return finish(problem, result, name, time.perf_counter() - t0, objective)
+            with running(deadline):  # the kernel gate decides on this deadline (validating the plan too)
+                bounds = lower_bounds(problem)
+                if bounds.infeasible is not None:
+                    result = Result(None, proven_infeasible=True, message=bounds.infeasible)
+                else:
+                    with running(inner):
+                        why = declines(problem) if declines is not None else None
+                        result = _route(problem, options, name, why) if why else fn(problem, **options)
+                _note(result, jit.note())
+                if deadline.deterministic and deadline.root.guard_hit:
+                    result.stats.setdefault("deterministic_wall_capped", 1)
+                    _note(result, (GUARDED, None))
+                reason = deadline.cancelled
+                if reason:
+                    result.stats["stopped"] = reason
+                    _note(result, (reason, None))
+                return finish(problem, result, name, time.perf_counter() - t0, objective)
 
         run.__name__ = fn.__name__
         run.__doc__ = fn.__doc__

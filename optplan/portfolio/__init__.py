@@ -14,6 +14,7 @@ units fixed) while time is left. The merged plan goes back through the registry'
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import multiprocessing as mp
 import os
@@ -379,7 +380,9 @@ class _SearchRace:
             finally:
                 self.done.set()
 
-        self.thread = threading.Thread(target=run, daemon=True, name="optplan-race-rest")
+        # in this planner's context: the kernel gate decides on its deadline there too (``jit.usable``)
+        self.thread = threading.Thread(target=contextvars.copy_context().run, args=(run,), daemon=True,
+                                       name="optplan-race-rest")
         self.thread.start()
         # minimize mode: the rest's plan is the answer unless the search's is optimal, so it is waited for
         self.done.wait(self.rest.left() + RACE_GRACE if self.rest.limited and not self.floor else None)
