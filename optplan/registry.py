@@ -36,6 +36,16 @@ _PLANNER_MODULES = (
     "optplan.search",
     "optplan.portfolio",
 )
+# The planners outside the heuristics, and the module that registers each: looked up by name, such a
+# planner imports its own family only (``auto`` on a small problem needs neither OR-Tools nor PuLP).
+# tests/test_startup.py checks this table against what the families register.
+HOMES = {
+    "cpsat": "optplan.solvers",
+    "milp-cbc": "optplan.solvers",
+    "milp-highs": "optplan.solvers",
+    "search": "optplan.search",
+    "auto": "optplan.portfolio",
+}
 
 
 @dataclass
@@ -278,6 +288,12 @@ def heuristic_names() -> list[str]:
 
 
 def get(name: str) -> Callable[..., Plan]:
+    """The planner registered as ``name``, importing its family (``HOMES``, after the heuristics, so
+    that planners and kernel groups register in one order; else the families in order until it is
+    found). An unknown name raises OptplanError with the closest known one."""
+    if name not in _REGISTRY and name in HOMES:
+        _load(until=lambda: _loaded >= 1)  # the heuristics first, whichever family is asked for (as solvers/ does)
+        importlib.import_module(HOMES[name])
     _load(until=lambda: name in _REGISTRY)
     try:
         return _REGISTRY[name]
@@ -285,6 +301,16 @@ def get(name: str) -> Callable[..., Plan]:
         close = difflib.get_close_matches(name, list(_REGISTRY), n=1)
         hint = f"did you mean {close[0]!r}?" if close else f"known planners: {', '.join(_REGISTRY)}"
         raise OptplanError(f"unknown planner {name!r}; {hint}") from None
+
+
+def registered(name: str) -> bool:
+    """Whether a planner ``name`` exists, imported as ``get`` would (an optional member of the
+    portfolio asks so, without importing every family as ``names()`` does)."""
+    try:
+        get(name)
+    except OptplanError:
+        return False
+    return True
 
 
 def solve(problem: Problem, planner: str = "auto", **options: object) -> Plan:
