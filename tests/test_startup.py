@@ -10,17 +10,20 @@ import os
 import subprocess
 import sys
 import threading
+import tomllib
 from pathlib import Path
 
 import pytest
 
 import optplan
 from optplan import registry
+from optplan.cli import main
 from optplan.core.buffer import Buffer, Memory
 from optplan.core.problem import Problem
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("numba", "ortools", "pulp", "rich", "scipy", "jsonschema")  # none is needed to import optplan or to read its help
+SOLVERS = ("numba", "ortools", "pulp")  # what the commands that plan nothing must not touch
 # minimalloc/example.12.csv, shipped in ../shared; written here so that the test needs nothing beside it
 EXAMPLE = "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\nb4,9,21,4\nb5,0,21,4\n"
 
@@ -38,9 +41,28 @@ def _imported(code: str, *args: str) -> list[str]:
                    for m in eval(run.stdout.strip().splitlines()[-1])})  # noqa: S307 - our own probe's list
 
 
-def test_import_loads_nothing_heavy() -> None:
+def _cli(*argv: str) -> str:
+    """Code that runs ``optplan argv`` as the command does (``--help`` ends in SystemExit)."""
+    return f"from optplan.cli import main\ntry:\n    main({list(argv)!r})\nexcept SystemExit:\n    pass"
+
+
+def test_import_and_help_load_nothing_heavy() -> None:
     assert _imported("import optplan") == []
     assert _imported("import optplan\nimport sys\nassert not [m for m in sys.modules if m.startswith(('optplan.', 'numpy'))]") == []
+    assert _imported(_cli("--help")) == []
+    assert _imported(_cli("solve", "--help")) == []
+
+
+def test_commands_that_plan_nothing_touch_no_solver(tmp_path: Path) -> None:
+    """``info``, ``bounds`` and ``validate`` on a small problem: no solver, no numba, no planner family."""
+    src, plan = tmp_path / "p.csv", tmp_path / "plan.csv"
+    src.write_text(EXAMPLE)
+    plan.write_text("id,lower,upper,size,offset\nb1,0,3,4,8\nb2,3,9,4,8\nb3,0,9,4,4\nb4,9,21,4,4\nb5,0,21,4,0\n")
+    for argv in (["info", str(src)], ["bounds", str(src)], ["validate", str(src), str(plan)], ["validate", str(src), str(plan), "--json"]):
+        loaded = _imported(_cli(*argv))
+        assert not set(loaded) & {*SOLVERS, "optplan.solvers", "optplan.search"}, (argv, loaded)
+        if "--json" in argv or argv[0] == "validate":
+            assert "rich" not in loaded, argv  # plain lines: rich is for tables
 
 
 def test_a_small_solve_loads_no_exact_stage(tmp_path: Path) -> None:
@@ -49,7 +71,7 @@ def test_a_small_solve_loads_no_exact_stage(tmp_path: Path) -> None:
     src = tmp_path / "p.csv"
     src.write_text(EXAMPLE)
     api = "import sys\nimport optplan\nfrom optplan.formats import read_problem\nassert optplan.solve(read_problem(sys.argv[1])).status.value == 'OPTIMAL'"
-    for code in (api,):
+    for code in (api, _cli("solve", str(src), "--json"), _cli("solve", str(src), "--json", "--time-limit", "5")):
         loaded = _imported(code, str(src))
         assert not set(loaded) & {"ortools", "pulp", "rich", "jsonschema", "optplan.solvers", "optplan.search"}, loaded
 
@@ -59,7 +81,7 @@ def test_a_small_solve_loads_no_exact_stage(tmp_path: Path) -> None:
 def test_a_small_solve_loads_no_numba(tmp_path: Path) -> None:
     src = tmp_path / "p.csv"
     src.write_text(EXAMPLE)
-    loaded = _imported("import sys\nimport optplan\nfrom optplan.formats import read_problem\noptplan.solve(read_problem(sys.argv[1]))", str(src))
+    loaded = _imported(_cli("solve", str(src), "--json"))
     assert not set(loaded) & {"numba", "scipy"}, loaded
 
 
@@ -107,6 +129,16 @@ def test_the_first_look_gives_the_heuristics_stages_answer(monkeypatch: pytest.M
             if stage.message.endswith("reached the lower bound"):
                 assert dict(first.placements) == dict(stage.placements), (problem, options)
                 assert first.stats["warm_start"] == stage.stats["warm_start"]
+
+
+def test_version_has_one_source(capsys: pytest.CaptureFixture) -> None:
+    """``optplan --version`` prints ``optplan.__version__``, which the package's metadata is built from."""
+    with pytest.raises(SystemExit) as end:
+        main(["--version"])
+    assert end.value.code == 0 and capsys.readouterr().out == f"optplan {optplan.__version__}\n"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" in project["project"]["dynamic"] and "version" not in project["project"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "optplan.__version__"}
 
 
 def test_the_public_names_load_on_first_use() -> None:
