@@ -348,7 +348,7 @@ def _whole(v: object, lo: int, hi: int) -> bool:
 
 
 # option -> (is the value fine, what it must be); None always is (the planner's default). Each is some
-# planner's option (tests/test_api.py checks), so ``solve`` knows them before every planner is imported.
+# planner's option (tests/test_edges.py checks), so ``solve`` knows them before every planner is imported.
 _OPTIONS: dict[str, tuple[Callable[[object], bool], str]] = {
     "time_limit": (lambda v: _real(v) and math.isfinite(v) and v >= 0,  # type: ignore[arg-type,operator]
                    "a finite number of seconds >= 0"),

@@ -20,8 +20,9 @@ __all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # a study records how it was started
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser(argv).parse_args(argv)
+    args.argv = argv  # a study records how it was started
     try:
         if getattr(args, "output", None):  # a bad output path fails now, not after the work
             from optplan.formats.output import check_output

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 import optplan
@@ -60,8 +60,7 @@ def _objective_arg(s: argparse.ArgumentParser) -> None:
                         "the peaks; feasible: any plan within the capacities (default: min-peak)")
 
 
-def _solve(sub: argparse._SubParsersAction) -> None:
-    s = sub.add_parser("solve", help="plan a problem")
+def _solve(s: argparse.ArgumentParser) -> None:
     _problem_arg(s)
     s.add_argument("-o", "--output", help="write the plan: .json (optplan) or .csv (MiniMalloc, one memory)")
     s.add_argument("--planner", default="auto", help="planner name (see `optplan planners`); default: auto")
@@ -76,33 +75,33 @@ def _solve(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(run=commands.solve, output_kind="plan")
 
 
-def _checks(sub: argparse._SubParsersAction) -> None:
-    """``validate``, ``bounds`` and ``info``: a problem (and a plan) in, facts out."""
-    s = sub.add_parser("validate", help="check a plan against a problem")
+def _validate(s: argparse.ArgumentParser) -> None:
     _problem_arg(s)
     s.add_argument("plan", help="plan file: .json or .csv (id,lower,upper,size,offset)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(run=commands.validate)
 
-    s = sub.add_parser("bounds", help="lower bounds per memory, or a proof of infeasibility")
+
+def _bounds(s: argparse.ArgumentParser) -> None:
     _problem_arg(s)
     s.add_argument("--json", action="store_true")
     s.set_defaults(run=commands.bounds)
 
-    s = sub.add_parser("info", help="buffers, time span, peak live load, memories")
+
+def _info(s: argparse.ArgumentParser) -> None:
     _problem_arg(s)
     s.add_argument("--json", action="store_true")
     s.set_defaults(run=commands.info)
 
-    s = sub.add_parser("convert", help="convert a problem between .csv and .json")
+
+def _convert(s: argparse.ArgumentParser) -> None:
     s.add_argument("input")
     s.add_argument("output")
     _memory_arg(s)
     s.set_defaults(run=commands.convert, output_kind="problem")
 
 
-def _extract(sub: argparse._SubParsersAction) -> None:
-    s = sub.add_parser("extract", help="buffers and lifetimes of a torch.export program (.pt2) or an ONNX model (.onnx)")
+def _extract(s: argparse.ArgumentParser) -> None:
     s.add_argument("program", help="a saved ExportedProgram (.pt2, torch.export.save), an ONNX model (.onnx), or path.py:factory "
                    "(a function returning (model, example_inputs[, loss]))")
     s.add_argument("-o", "--output", required=True, help="problem file: .json or .csv")
@@ -122,8 +121,7 @@ def _extract(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(run=extract, output_kind="problem")
 
 
-def _compare(sub: argparse._SubParsersAction) -> None:
-    s = sub.add_parser("compare", help="run every heuristic on problems and rank them by peak")
+def _compare(s: argparse.ArgumentParser) -> None:
     s.add_argument("paths", nargs="+", metavar="PATH", help="problem files, or directories of .json/.csv problems")
     s.add_argument("--capacity", type=int, help="cap single-memory problems at N bytes")
     _memory_arg(s)
@@ -135,8 +133,7 @@ def _compare(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(run=commands.compare)
 
 
-def _study(sub: argparse._SubParsersAction) -> None:
-    s = sub.add_parser("study", help="every planner on every problem: runs.csv, summary.md and plots in a directory")
+def _study(s: argparse.ArgumentParser) -> None:
     s.add_argument("paths", nargs="+", metavar="PATH", help="problem files, or directories of .json/.csv problems")
     s.add_argument("-o", "--output", dest="out_dir", required=True, metavar="DIR", help="directory for runs.csv, summary.md, plots")
     s.add_argument("--planners", help="comma-separated planner names (default: every heuristic and auto)")
@@ -152,8 +149,7 @@ def _study(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(run=commands.study)
 
 
-def _plot(sub: argparse._SubParsersAction) -> None:
-    s = sub.add_parser("plot", help="draw a plan (time x address per memory) to PNG/SVG/PDF/HTML")
+def _plot(s: argparse.ArgumentParser) -> None:
     _problem_arg(s, capacity=False)
     s.add_argument("plan", help="plan file: .json or .csv")
     s.add_argument("-o", "--output", required=True, help="picture file: .png, .svg, .pdf or .html (hover: id, size, lifetime, offset)")
@@ -162,15 +158,14 @@ def _plot(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(run=commands.plot, output_kind="picture")
 
 
-def _models(sub: argparse._SubParsersAction) -> None:
-    """``export-model`` and ``import-solution``: the MILP model out to any MIP solver, its solution back."""
-    s = sub.add_parser("export-model", help="write the MILP model (.lp or .mps) for Gurobi, CPLEX or any MIP solver")
+def _export_model(s: argparse.ArgumentParser) -> None:
     _problem_arg(s)
     s.add_argument("-o", "--output", required=True, help="model file: .lp (CPLEX LP format) or .mps")
     _objective_arg(s)
     s.set_defaults(run=commands.export_model, output_kind="model")
 
-    s = sub.add_parser("import-solution", help="validate a MIP solver's solution of export-model's model and write the plan")
+
+def _import_solution(s: argparse.ArgumentParser) -> None:
     _problem_arg(s)
     s.add_argument("solution", help="solution file: Gurobi .sol or 'name value' lines")
     s.add_argument("-o", "--output", required=True, help="plan file: .json or .csv")
@@ -178,19 +173,36 @@ def _models(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(run=commands.import_solution, output_kind="plan")
 
 
-def _tools(sub: argparse._SubParsersAction) -> None:
-    s = sub.add_parser("planners", help="list the registered planners")
-    s.set_defaults(run=commands.planners)
+# command -> (its line in ``optplan --help``, the function that adds its arguments), in that help's order
+COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
+    "solve": ("plan a problem", _solve),
+    "validate": ("check a plan against a problem", _validate),
+    "bounds": ("lower bounds per memory, or a proof of infeasibility", _bounds),
+    "info": ("buffers, time span, peak live load, memories", _info),
+    "convert": ("convert a problem between .csv and .json", _convert),
+    "extract": ("buffers and lifetimes of a torch.export program (.pt2) or an ONNX model (.onnx)", _extract),
+    "compare": ("run every heuristic on problems and rank them by peak", _compare),
+    "study": ("every planner on every problem: runs.csv, summary.md and plots in a directory", _study),
+    "plot": ("draw a plan (time x address per memory) to PNG/SVG/PDF/HTML", _plot),
+    "export-model": ("write the MILP model (.lp or .mps) for Gurobi, CPLEX or any MIP solver", _export_model),
+    "import-solution": ("validate a MIP solver's solution of export-model's model and write the plan", _import_solution),
+    "planners": ("list the registered planners", lambda s: s.set_defaults(run=commands.planners)),
+    "warmup": ("compile the numba kernels into numba's on-disk cache (once after an install)",
+               lambda s: s.set_defaults(run=commands.warmup)),
+}
 
-    s = sub.add_parser("warmup", help="compile the numba kernels into numba's on-disk cache (once after an install)")
-    s.set_defaults(run=commands.warmup)
 
-
-def parser() -> argparse.ArgumentParser:
-    """The ``optplan`` command's parser; each command's function is ``run`` in the parsed namespace."""
+def parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``optplan`` command's parser; each command's function is ``run`` in the parsed namespace.
+    Given the ``argv`` it will parse, only the command named there gets its arguments (the others
+    their line of help): ``optplan --help`` then builds no command's arguments, whose choices import
+    the objectives (and numpy). A word that names no command: every command's, as without ``argv``."""
+    named = next((a for a in argv if not a.startswith("-")), "") if argv is not None else None  # (no top-level option takes a value)
     p = _Parser(prog="optplan", description="Optimal static memory plans for machine-learning models.")
     p.add_argument("--version", action="version", version=f"optplan {optplan.__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for add in (_solve, _checks, _extract, _compare, _study, _plot, _models, _tools):
-        add(sub)
+    for name, (line, add_arguments) in COMMANDS.items():
+        s = sub.add_parser(name, help=line)
+        if named is None or named == name or (named and named not in COMMANDS):
+            add_arguments(s)
     return p
