@@ -36,6 +36,16 @@ _PLANNER_MODULES = (
     "optplan.search",
     "optplan.portfolio",
 )
+# The planners outside the heuristics, and the module that registers each: looked up by name, such a
+# planner imports its own family only (``auto`` on a small problem needs neither OR-Tools nor PuLP).
+# tests/test_startup.py checks this table against what the families register.
+HOMES = {
+    "cpsat": "optplan.solvers",
+    "milp-cbc": "optplan.solvers",
+    "milp-highs": "optplan.solvers",
+    "search": "optplan.search",
+    "auto": "optplan.portfolio",
+}
 
 
 @dataclass
@@ -73,7 +83,7 @@ def planner(name: str, clocks: bool = False, anytime: bool = False,
 
     Every planner runs under one Deadline (options ``time_limit``/``deterministic``/``deadline``),
     counted from the call: the kernels it needs are loaded (or, without a limit, compiled) within it
-    (``optplan.core.jit``), ``fn`` gets it less the time to check and report the plan (``FINISH_*``), and
+    when first used (``optplan.core.jit``), ``fn`` gets it less the time to check and report the plan (``FINISH_*``), and
     code deep below ``fn`` polls it through ``optplan.core.deadline.current()``."""
 
     def register(fn: PlannerFn) -> Callable[..., Plan]:
@@ -93,26 +103,26 @@ def planner(name: str, clocks: bool = False, anytime: bool = False,
             if "objective" in accepted:
                 options["objective"] = objective
             deadline = make_deadline(options)
-            jit.prepare(deadline)
             inner = _planning_part(problem, deadline)
             if takes_deadline:
                 options["deadline"] = inner
-            bounds = lower_bounds(problem)
-            if bounds.infeasible is not None:
-                result = Result(None, proven_infeasible=True, message=bounds.infeasible)
-            else:
-                with running(inner):
-                    why = declines(problem) if declines is not None else None
-                    result = _route(problem, options, name, why) if why else fn(problem, **options)
-            _note(result, jit.note())
-            if deadline.deterministic and deadline.root.guard_hit:
-                result.stats.setdefault("deterministic_wall_capped", 1)
-                _note(result, (GUARDED, None))
-            reason = deadline.cancelled
-            if reason:
-                result.stats["stopped"] = reason
-                _note(result, (reason, None))
-            return finish(problem, result, name, time.perf_counter() - t0, objective)
+            with running(deadline):  # the kernel gate decides on this deadline (validating the plan too)
+                bounds = lower_bounds(problem)
+                if bounds.infeasible is not None:
+                    result = Result(None, proven_infeasible=True, message=bounds.infeasible)
+                else:
+                    with running(inner):
+                        why = declines(problem) if declines is not None else None
+                        result = _route(problem, options, name, why) if why else fn(problem, **options)
+                _note(result, jit.note())
+                if deadline.deterministic and deadline.root.guard_hit:
+                    result.stats.setdefault("deterministic_wall_capped", 1)
+                    _note(result, (GUARDED, None))
+                reason = deadline.cancelled
+                if reason:
+                    result.stats["stopped"] = reason
+                    _note(result, (reason, None))
+                return finish(problem, result, name, time.perf_counter() - t0, objective)
 
         run.__name__ = fn.__name__
         run.__doc__ = fn.__doc__
@@ -278,6 +288,12 @@ def heuristic_names() -> list[str]:
 
 
 def get(name: str) -> Callable[..., Plan]:
+    """The planner registered as ``name``, importing its family (``HOMES``, after the heuristics, so
+    that planners and kernel groups register in one order; else the families in order until it is
+    found). An unknown name raises OptplanError with the closest known one."""
+    if name not in _REGISTRY and name in HOMES:
+        _load(until=lambda: _loaded >= 1)  # the heuristics first, whichever family is asked for (as solvers/ does)
+        importlib.import_module(HOMES[name])
     _load(until=lambda: name in _REGISTRY)
     try:
         return _REGISTRY[name]
@@ -285,6 +301,16 @@ def get(name: str) -> Callable[..., Plan]:
         close = difflib.get_close_matches(name, list(_REGISTRY), n=1)
         hint = f"did you mean {close[0]!r}?" if close else f"known planners: {', '.join(_REGISTRY)}"
         raise OptplanError(f"unknown planner {name!r}; {hint}") from None
+
+
+def registered(name: str) -> bool:
+    """Whether a planner ``name`` exists, imported as ``get`` would (an optional member of the
+    portfolio asks so, without importing every family as ``names()`` does)."""
+    try:
+        get(name)
+    except OptplanError:
+        return False
+    return True
 
 
 def solve(problem: Problem, planner: str = "auto", **options: object) -> Plan:
@@ -326,7 +352,7 @@ def _whole(v: object, lo: int, hi: int) -> bool:
 
 
 # option -> (is the value fine, what it must be); None always is (the planner's default). Each is some
-# planner's option (tests/test_api.py checks), so ``solve`` knows them before every planner is imported.
+# planner's option (tests/test_edges.py checks), so ``solve`` knows them before every planner is imported.
 _OPTIONS: dict[str, tuple[Callable[[object], bool], str]] = {
     "time_limit": (lambda v: _real(v) and math.isfinite(v) and v >= 0,  # type: ignore[arg-type,operator]
                    "a finite number of seconds >= 0"),

@@ -12,7 +12,7 @@ import pytest
 
 from optplan.core import jit
 from optplan.core.buffer import Buffer
-from optplan.core.deadline import Deadline
+from optplan.core.deadline import Deadline, running
 from optplan.core.problem import Problem
 from optplan.core.validate import validate
 from optplan.formats import read_placements, read_problem, write_problem
@@ -53,31 +53,49 @@ def fresh(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], float]]:
     return calls
 
 
-def test_prepare_compiles_only_without_a_wall_clock_limit(fresh: list) -> None:
-    jit.prepare(Deadline(None))  # no limit: compile where first used, counted in the plan's seconds
-    assert jit.not_compiled() == []
+def _decide(deadline: Deadline) -> list[str]:
+    """Every group decided as a planner running on ``deadline`` asks for it (``not_compiled``)."""
+    with running(deadline):
+        return jit.not_compiled()
+
+
+def test_the_gate_compiles_only_without_a_wall_clock_limit(fresh: list) -> None:
+    assert _decide(Deadline(None)) == []  # no limit: compile where first used, counted in the plan's seconds
     jit._usable.clear()
-    jit.prepare(Deadline(5.0, deterministic=True))  # the answer must not depend on the cache
-    assert jit.not_compiled() == []
+    assert _decide(Deadline(5.0, deterministic=True)) == []  # the answer must not depend on the cache
     jit._usable.clear()
-    jit.prepare(Deadline(5.0))  # too short to compile in: run without
-    assert jit.not_compiled() == list(jit.GROUPS) and fresh == []
+    assert _decide(Deadline(5.0)) == list(jit.GROUPS) and fresh == []  # too short to compile in: run without
     assert "optplan warmup" in jit.note()[0]  # type: ignore[index]
 
 
-def test_prepare_compiles_in_a_child_when_half_the_limit_allows(fresh: list) -> None:
-    jit.prepare(Deadline(2 * jit.COMPILE_MIN_SECONDS + 10))
+def test_the_gate_compiles_in_a_child_when_half_the_limit_allows(fresh: list) -> None:
+    _decide(Deadline(2 * jit.COMPILE_MIN_SECONDS + 10))
     assert [g for g, _ in fresh] == [list(jit.GROUPS)]
     assert jit.COMPILE_MIN_SECONDS <= fresh[0][1] <= jit.COMPILE_MIN_SECONDS + 5  # half the time left
     assert jit.not_compiled() == list(jit.GROUPS)  # the child did not finish (it was not run)
-    jit.prepare(Deadline(1000.0))
+    _decide(Deadline(1000.0))
     assert len(fresh) == 1  # tried once per process
 
 
-def test_prepare_uses_what_is_compiled(fresh: list, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_gate_uses_what_is_compiled(fresh: list, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jit, "compiled", lambda group: group == "validate")
-    jit.prepare(Deadline(5.0))
-    assert jit.not_compiled() == ["plan", "heuristics", "search"]
+    assert _decide(Deadline(5.0)) == ["plan", "heuristics", "search"]
+
+
+def test_the_gate_decides_a_group_when_it_is_first_asked_for(fresh: list, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lazily, per group: a run that never asks for a group's kernels leaves it undecided (numba's
+    cache is not even looked at), and the note names only the groups that ran without."""
+    looked: list[str] = []
+    monkeypatch.setattr(jit, "compiled", lambda group: looked.append(group) or group != "search")
+    with running(Deadline(5.0)):
+        assert jit.usable("heuristics") and not jit.usable("search")
+    assert looked == ["heuristics", "search"]
+    assert jit.note()[1]["not_compiled"] == ["search"]  # type: ignore[index]
+    assert not jit.usable("search")  # outside a planner the run's decision holds: a report must not compile
+    assert jit.usable("plan")  # never asked for under a limit: compiled where used, as outside any planner
+    with running(Deadline(None)):
+        assert jit.usable("search")  # no limit: compiled where first used
+    assert looked == ["heuristics", "search"]
 
 
 def _generated(n: int) -> Problem:

@@ -23,6 +23,7 @@ from optplan.core.problem import Problem
 from optplan.formats import read_problem
 from optplan.heuristics import run as heuristics_run
 from optplan.registry import names, solve
+from optplan.solvers import cpsat  # the portfolio imports CP-SAT's ``run`` from here when it runs it
 from optplan.solvers.cpsat import Outcome
 
 
@@ -141,7 +142,7 @@ def test_a_bound_the_search_member_proved_is_kept(monkeypatch) -> None:
         return Result(stacked, bound={m: optimum})
 
     monkeypatch.setattr(portfolio, "SEARCH_MEMBERS", ("fake-search",))
-    monkeypatch.setattr(portfolio, "run", lambda *a, **k: Outcome(None, status="UNKNOWN"))
+    monkeypatch.setattr(cpsat, "run", lambda *a, **k: Outcome(None, status="UNKNOWN"))
     plan = solve(p, "auto", time_limit=2, workers=1)
     assert plan.stats.get("fake-search_status") == "FEASIBLE"
     assert goals == [{m: lower_bounds(p).lower[m]}]  # a single part: good enough at the memory's bound
@@ -220,7 +221,7 @@ def test_members_race_and_the_first_answer_is_shared(monkeypatch) -> None:
     monkeypatch.setattr(portfolio, "SEARCH_MEMBERS", ("fake-search",))
     monkeypatch.setattr(portfolio, "SEARCH_FIRST", 0)  # straight to the race
     monkeypatch.setattr(portfolio, "FLOOR_RACE_SHARE", 0)  # the part's race, not the one at the bound from the start
-    monkeypatch.setattr(portfolio, "run", _slow_cpsat(halted))
+    monkeypatch.setattr(cpsat, "run", _slow_cpsat(halted))
     plan = solve(p, "auto", time_limit=30, workers=2)
     assert plan.stats["fake-search_status"] == "OPTIMAL"
     assert plan.status == Status.OPTIMAL and plan.peak[m] == optimum
@@ -282,7 +283,6 @@ def test_the_search_dives_beside_the_heuristics_at_scale(monkeypatch, workers: i
     from optplan.search import instance
 
     monkeypatch.setattr(portfolio, "SEARCH_MAX_UNITS", 10)
-    monkeypatch.setattr(portfolio, "MAX_PAIRS", 5)
     monkeypatch.setattr(instance, "MAX_PAIRS", 5)
     monkeypatch.setattr(heuristics_run, "heuristic_names", lambda: ["naive"])  # a poor start
     p = Problem(tuple(Buffer(f"b{i}", 1 + (7 * i) % 5, i % 6, i % 6 + 1 + i % 4) for i in range(40)))
@@ -308,7 +308,7 @@ def test_the_search_answers_alone_before_a_race_costs_a_fork(monkeypatch) -> Non
         raise AssertionError("forked")
 
     monkeypatch.setattr(portfolio, "fork_member", no_fork)
-    monkeypatch.setattr(portfolio, "run", no_fork)
+    monkeypatch.setattr(cpsat, "run", no_fork)
     monkeypatch.setattr(portfolio, "FLOOR_RACE_SHARE", 0)  # the race at the bound forks at once (test_floor_decisions)
     monkeypatch.setattr(heuristics_run, "heuristic_names", lambda: ["naive"])
     p = _small()

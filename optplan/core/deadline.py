@@ -199,6 +199,12 @@ def current() -> Deadline:
     return _CURRENT.get() or Deadline(None)
 
 
+def planning() -> Deadline | None:
+    """The deadline of the planner running in this thread, or None outside one (``current()`` says
+    "no limit" there): code that decides once per run, such as the kernel gate, tells the two apart."""
+    return _CURRENT.get()
+
+
 @contextmanager
 def running(deadline: Deadline) -> Iterator[None]:
     """Within the block, ``current()`` is ``deadline`` (the planner registry runs every planner so)."""

@@ -5,15 +5,18 @@ Numba compiles a kernel on its first call and keeps the machine code in its on-d
 numba version and the CPU); a later process loads it in about a second. Compiling all of optplan's
 kernels takes about 60 s of CPU (minutes of wall time on a loaded machine) and cannot be
 interrupted. Building the package compiles them (``setup_hooks.py``), ``optplan warmup`` does it
-on demand, and at the start of every planner ``prepare(deadline)`` decides per group:
+on demand, and when code first asks for a group's kernels (``usable``, ``kernel``) under a
+planner's deadline, the gate decides for that group alone (numba is not even imported before
+some kernel is wanted: a plan of five buffers needs none):
 
 - compiled (in the cache, or loaded in this process): used; loading counts against the limit;
 - no time limit, or a deterministic one (its answer must not depend on the cache): compiled where
   first used, and that time is counted in the plan's seconds;
 - a wall-clock limit and not compiled: compiled in a child process if half the time left is at
-  least ``COMPILE_MIN_SECONDS`` (killed at that budget), else not at all; what is still not
-  compiled is done without: the reference heuristics and validator in pure Python, no ``search``.
-  The plan's message and ``stats["jit"]`` say so.
+  least ``COMPILE_MIN_SECONDS`` (killed at that budget; once per process, every registered group
+  missing), else not at all; what is still not compiled is done without: the reference
+  heuristics and validator in pure Python, no ``search``. The plan's message and
+  ``stats["jit"]`` say so (``note``).
 """
 
 from __future__ import annotations
@@ -21,12 +24,13 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from optplan.core.deadline import Deadline
+from optplan.core.deadline import Deadline, planning
 
 # group -> (module, its kernels called from Python: compiled means each is in numba's cache). The
 # core's own groups are here; a planner family adds its group with ``register`` when its package is
@@ -37,7 +41,9 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 COMPILE_MIN_SECONDS = 60.0  # a child compile is tried when half the time left is at least this
 _usable: dict[str, bool] = {}  # decided for this process; a group not in it compiles where first used
+_checked: dict[str, Deadline] = {}  # group -> the run (root deadline) that last found it not compiled
 _tried_child = False
+_deciding = threading.Lock()  # (the heuristics ask from several threads)
 
 
 def register(group: str, module: str, kernels: tuple[str, ...], warm: Callable[[], None]) -> None:
@@ -49,8 +55,33 @@ def register(group: str, module: str, kernels: tuple[str, ...], warm: Callable[[
 
 def usable(group: str) -> bool:
     """Whether code may call ``group``'s kernels now (False: a time limit is running and they are
-    not compiled; use the pure-Python way)."""
-    return _usable.get(group, True)
+    not compiled; use the pure-Python way). Decided here on the first question of each run (module
+    docstring); outside a planner the last decision holds (never asked: compiled where used)."""
+    if _usable.get(group):
+        return True
+    deadline = planning()
+    if deadline is None:
+        return group not in _usable
+    with _deciding:
+        return _decide(group, deadline)
+
+
+def _decide(group: str, deadline: Deadline) -> bool:
+    """``usable(group)`` for a planner running on ``deadline``: a group found not compiled is looked
+    up again once per run (another process may have compiled it since)."""
+    global _tried_child
+    if not deadline.limited or deadline.deterministic:
+        _usable[group] = True
+    elif group not in _usable or _checked.get(group) is not deadline.root:
+        _checked[group] = deadline.root
+        ok = compiled(group)
+        if not ok and not _tried_child and deadline.left() / 2 >= COMPILE_MIN_SECONDS:
+            _tried_child = True
+            missing = [g for g in GROUPS if not _usable.get(g) and not compiled(g)]
+            compile_in_child(missing, deadline.part(deadline.left() / 2))
+            ok = compiled(group)
+        _usable[group] = ok
+    return _usable[group]
 
 
 # up to this many items a kernel's Python form runs while numba is not loaded yet: starting numba and
@@ -60,15 +91,17 @@ PYTHON_MAX_ITEMS = 50_000
 
 def kernel(group: str, n: int, python: Callable[..., Any], name: str) -> Callable[..., Any]:
     """The function to run on ``n`` items: ``group``'s compiled ``name`` where it may be used and
-    pays (numba loaded already, or more than ``PYTHON_MAX_ITEMS``), else ``python``, the same code."""
-    if not usable(group) or (n <= PYTHON_MAX_ITEMS and not loaded()):
+    pays (numba loaded already, or more than ``PYTHON_MAX_ITEMS``), else ``python``, the same code.
+    (Where Python pays anyway, nothing is decided or imported.)"""
+    if (n <= PYTHON_MAX_ITEMS and not loaded()) or not usable(group):
         return python
     return getattr(importlib.import_module(GROUPS[group][0]), name)
 
 
 def not_compiled() -> list[str]:
-    """The groups this process runs without (see ``usable``)."""
-    return [g for g in GROUPS if not usable(g)]
+    """The groups this process runs without: every registered group, decided now if it was not
+    (``usable``; under a wall-clock limit that looks in numba's cache)."""
+    return [g for g in list(GROUPS) if not usable(g)]
 
 
 def loaded() -> bool:
@@ -100,22 +133,6 @@ def _cached(kernel: object) -> bool:
 def compiled(group: str) -> bool:
     """Every kernel of ``group`` is loaded or in numba's on-disk cache for this machine."""
     return all(_cached(k) for k in _kernels(group))
-
-
-def prepare(deadline: Deadline) -> None:
-    """Decide, before a planner runs on ``deadline``, which kernels it may use (module docstring)."""
-    global _tried_child
-    if all(_usable.get(g) for g in GROUPS):
-        return
-    if not deadline.limited or deadline.deterministic:
-        _usable.update(dict.fromkeys(GROUPS, True))
-        return
-    missing = [g for g in GROUPS if not _usable.get(g) and not compiled(g)]
-    if missing and not _tried_child and deadline.left() / 2 >= COMPILE_MIN_SECONDS:
-        _tried_child = True
-        compile_in_child(missing, deadline.part(deadline.left() / 2))
-        missing = [g for g in missing if not compiled(g)]
-    _usable.update({g: g not in missing for g in GROUPS})
 
 
 def key_cache(kernel_file: str, call_graph: Sequence[str]) -> None:
@@ -190,8 +207,9 @@ def compile_in_child(groups: list[str], deadline: Deadline) -> bool:
 
 
 def note() -> tuple[str, dict[str, object]] | None:
-    """What a plan made without some kernels says: (message, ``stats["jit"]``), or None."""
-    missing = not_compiled()
+    """What a plan made without some kernels says: (message, ``stats["jit"]``), or None. Only the
+    groups decided so far count: one never asked for was not needed."""
+    missing = [g for g in GROUPS if _usable.get(g) is False]
     if not missing:
         return None
     return (f"numba kernels not compiled ({', '.join(missing)}): ran without them to keep the time limit; "

@@ -14,6 +14,7 @@ units fixed) while time is left. The merged plan goes back through the registry'
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import multiprocessing as mp
 import os
@@ -23,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -36,23 +38,15 @@ from optplan.core.plan import Placement, Plan, Status, peaks
 from optplan.core.problem import Problem, objective_weights
 from optplan.heuristics.run import run_heuristics
 from optplan.parts import Choice, Part, Reduction, columns_only, merge, reduce, settle
-from optplan.portfolio.incumbent import Incumbent
+from optplan.portfolio.quick import quick_look
 from optplan.registry import Result, planner
-from optplan.search import engine
-from optplan.search.instance import MAX_PAIRS
-from optplan.solvers.cpsat import (
-    FULL_MODEL_MAX_UNITS,
-    PartModel,
-    Settings,
-    Tracker,
-    at_floor,
-    part_peaks,
-    part_result,
-    part_value,
-    run,
-    stop_reason,
-)
-from optplan.solvers.selection import Staging, alone, pack_selection
+
+# The exact stages (CP-SAT and its models, the staging relaxation, the search engine) are imported by
+# the functions that run them: a problem the heuristics settle needs neither OR-Tools nor the
+# search's kernels (``quick_look``).
+if TYPE_CHECKING:
+    from optplan.portfolio.incumbent import Incumbent
+    from optplan.solvers.cpsat import PartModel, Settings
 
 # of a single-memory part's time, for the exact search engine when it is registered (CP-SAT and LNS
 # get the rest): on minimalloc/D in 20 s, 0.8 gave 1.0498 x the bound and 0.4 gave 1.0644; equal in 60 s
@@ -133,11 +127,15 @@ def auto(problem: Problem, deadline: Deadline, workers: int | None = None, seed:
     """Heuristics -> best as warm start -> exact search engine / CP-SAT / LNS per part; never
     worse than the best heuristic (its plan is returned when the rest does not beat it).
     In feasibility mode at a capacity, and in minimize mode on one memory at its proven bound, the
-    search starts at once on the whole problem beside all of that (``_SearchRace``).
+    search starts at once on the whole problem beside all of that (``_SearchRace``). A small problem
+    that a heuristic settles ends before any of it, in this thread (``quick_look``).
 
     ``workers`` (default: every core) run the heuristics side by side and the solvers' threads."""
     objective = Objective.parse(objective, problem)
     workers = workers or os.cpu_count() or 1
+    quick = quick_look(problem, deadline, seed, objective, progress)
+    if quick is not None:
+        return quick
     race = _SearchRace.start(problem, deadline, objective, seed, workers)
     if race is None:
         return _auto(problem, deadline, workers, seed, objective, progress)
@@ -149,7 +147,6 @@ def _auto(problem: Problem, deadline: Deadline, workers: int, seed: int, objecti
     t0 = time.perf_counter()
     left = deadline.left()  # keep time to merge and validate the plan (about 1 s per 30k buffers)
     work = deadline.part(left - min(0.1 * left, 0.2 + 1e-4 * len(problem.buffers))) if deadline.limited else deadline
-    settings = Settings(workers, seed)
     early = _early_search(problem, work, objective, seed, workers)
     # every constructive heuristic always runs; the improving ones only when the peak matters
     # (at a capacity in feasibility mode the exact search answers sooner) and no staging relaxation
@@ -173,6 +170,9 @@ def _auto(problem: Problem, deadline: Deadline, workers: int, seed: int, objecti
     if best is not None and best.status == Status.OPTIMAL:
         return Result(best.placements, proven_optimal=True, bound=best.lower_bound,
                       message=f"{best.planner} reached the lower bound", stats=stats)
+    from optplan.solvers.cpsat import Settings
+
+    settings = Settings(workers, seed)
     if problem.concurrent:  # vector clocks: the pairwise CP-SAT model; the search is routed around
         return _auto_clocks(problem, best, objective, work, workers, seed, stats)
     elastic = best is None or not best.found
@@ -256,6 +256,8 @@ def _pairs(start: np.ndarray, end: np.ndarray) -> int:
 
 def _dives_only(start: np.ndarray, end: np.ndarray) -> bool:
     """The search only dives on these lifetimes: too many overlapping pairs for its adjacency lists."""
+    from optplan.search.instance import MAX_PAIRS
+
     return _pairs(start, end) > MAX_PAIRS
 
 
@@ -268,9 +270,11 @@ def _early_search(problem: Problem, work: Deadline, objective: Objective, seed: 
     S_1-shaped: 1.0000, greedy-conflicts 1.0015), and they cannot be interrupted, so they must
     not wait for the heuristics' time to run out (they did: S_1 ended at 1.0423)."""
     name = SEARCH_MEMBERS[0] if SEARCH_MEMBERS else ""
-    if (problem.unit_count <= SEARCH_MAX_UNITS or problem.concurrent or not _can_race(Settings(workers), work)
-            or not work.limited or name not in registry.names() or not jit.usable("search")):
+    if (problem.unit_count <= SEARCH_MAX_UNITS or problem.concurrent or not _can_race(workers, work)
+            or not work.limited or not registry.registered(name) or not jit.usable("search")):
         return None
+    from optplan.search.instance import MAX_PAIRS
+
     start, end = problem.columns.start, problem.columns.end
     pairs = _pairs(start, end)
     if pairs <= MAX_PAIRS or 4 * DIVE_SECONDS_PER_PAIR * pairs > 0.5 * work.left():
@@ -344,7 +348,7 @@ class _SearchRace:
         floor = objective.optimizes and len(problem.memories) == 1 and deadline.limited and FLOOR_RACE_SHARE > 0
         if ((objective.optimizes and not floor) or problem.concurrent or problem.unit_count > SEARCH_MAX_UNITS
                 or (not floor and all(m.capacity is None for m in problem.memories))
-                or not _can_race(Settings(workers), deadline) or name not in registry.names() or not jit.usable("search")):
+                or not _can_race(workers, deadline) or not registry.registered(name) or not jit.usable("search")):
             return None
         declines = getattr(registry.get(name), "declines", None)
         if declines is not None and declines(problem):
@@ -379,7 +383,9 @@ class _SearchRace:
             finally:
                 self.done.set()
 
-        self.thread = threading.Thread(target=run, daemon=True, name="optplan-race-rest")
+        # in this planner's context: the kernel gate decides on its deadline there too (``jit.usable``)
+        self.thread = threading.Thread(target=contextvars.copy_context().run, args=(run,), daemon=True,
+                                       name="optplan-race-rest")
         self.thread.start()
         # minimize mode: the rest's plan is the answer unless the search's is optimal, so it is waited for
         self.done.wait(self.rest.left() + RACE_GRACE if self.rest.limited and not self.floor else None)
@@ -443,6 +449,8 @@ def _minimize_search(problem: Problem, name: str, deadline: Deadline, seed: int,
     ``RACE_FLOOR_SHARE`` times the other's, first. A plan at the bound is optimal (most instances
     with a known optimum have it at the load bound); where the optimum lies above (minimalloc/D)
     the plan keeps coming down on this process's core."""
+    from optplan.search import engine
+
     engine.FLOOR_SHARE = RACE_FLOOR_SHARE  # (a forked process: the engine's constant changes here only)
     return registry.solve(problem, name, deadline=deadline, seed=seed, objective=objective, workers=workers)
 
@@ -476,6 +484,8 @@ def _solve_parts(red: Reduction, best: Plan | None, deadline: Deadline, t0: floa
 
     ``goal``: stop a part as soon as its peaks fit the capacities of this problem. ``dived``: the
     search ran on the whole problem (``_early_search``): parts where it only dives do without it."""
+    from optplan.solvers.cpsat import Tracker, part_result
+
     tracker = Tracker(red, progress, t0)
     results: list[Result | None] = [None] * len(red.parts)
     # smallest first: time they leave unused goes to the larger parts after them
@@ -521,6 +531,8 @@ def solve_part(part: Part, deadline: Deadline, settings: Settings, objective: Ob
     ``goal`` (per-memory peaks in grid units): good enough, stop there (elastic capacities).
     The bound a search member proved before its share ran out (capacities it refuted) is kept:
     a plan found later at that bound is then proven optimal."""
+    from optplan.solvers.cpsat import part_result
+
     proven: dict[str, int] = {}
     staged = Staged()
     if len(part.memories) > 1 and objective.counts_benefit and goal is None:
@@ -576,6 +588,8 @@ def _staging(part: Part, objective: Objective, incumbent: list[Choice] | None, d
     packs at its live loads, the plan meets both bounds: optimal. A memory's units that provably
     do not pack there are cut off for good (``Staging.forbid``: the bounds rise); ones not packed
     in time are excluded to try another selection (the bounds proven so far stay)."""
+    from optplan.solvers.selection import Staging, pack_selection
+
     model = Staging(objective, part)
     lost, chosen, optimal = model.least_lost(deadline.share(0.6), settings)
     staged.lost = lost
@@ -585,7 +599,7 @@ def _staging(part: Part, objective: Objective, incumbent: list[Choice] | None, d
     incumbent = _keep_better(objective, part, incumbent, pack_selection(part, chosen))
     tries = cuts = 0
     misses: list[str] = []
-    while "search" in registry.names() and objective.benefit_first and optimal and not deadline.expired():
+    while registry.registered("search") and objective.benefit_first and optimal and not deadline.expired():
         tries += 1
         weighted, chosen = model.least_peaks(model.lost_of(chosen), deadline.share(0.5), settings)
         if chosen is None:
@@ -636,6 +650,8 @@ def _pack_exactly(part: Part, objective: Objective, chosen: list[str], deadline:
     """Each memory's selected units packed alone in that memory (a weight-0 memory only within its
     capacity, the others at their least peak): the part's plan, or None and (memory, unit
     indices, whether they were proven not to pack there)."""
+    from optplan.solvers.selection import alone
+
     weights = objective.weights(part.problem)
     placements: dict[str, Placement] = {}
     groups = [(m, [k for k, c in enumerate(chosen) if c == m]) for m in part.memories]
@@ -658,7 +674,7 @@ def _pack_alone(problem: Problem, goal: Objective, deadline: Deadline, settings:
     plan = registry.solve(problem, "search", deadline=deadline.share(PACK_SEARCH_SHARE), seed=seed,
                           workers=settings.workers, objective=goal)
     settled = plan.status in (Status.OPTIMAL, Status.INFEASIBLE) or (plan.found and not goal.optimizes)
-    if settled or "cpsat" not in registry.names() or deadline.expired():
+    if settled or not registry.registered("cpsat") or deadline.expired():
         return plan
     other = registry.solve(problem, "cpsat", deadline=deadline, seed=seed, workers=settings.workers, objective=goal)
     if other.found and (not plan.found or other.objective_value < plan.objective_value):
@@ -675,6 +691,9 @@ def _solve_part(part: Part, clock: Deadline, settings: Settings, objective: Obje
     at ``goal`` stops the rest. Otherwise (one worker, or a deterministic deadline: one process,
     repeatable) one after the other, the search first on ``SEARCH_SHARE`` of the time.
     ``proven`` receives the search's per-memory bounds (bytes)."""
+    from optplan.portfolio.incumbent import Incumbent
+    from optplan.solvers.cpsat import at_floor, part_peaks, part_result
+
     stats: dict[str, object] = {}
     if incumbent is not None and objective.optimizes and at_floor(objective, part, incumbent):
         return part_result(part, None, incumbent, True, False, None, "", stats)
@@ -689,7 +708,7 @@ def _solve_part(part: Part, clock: Deadline, settings: Settings, objective: Obje
     if reached(incumbent):
         return part_result(part, None, incumbent, False, False, None, "", stats)
     members = _search_members(part, clock, settings, dived)
-    if members and _can_race(settings, clock):
+    if members and _can_race(settings.workers, clock):
         if SEARCH_FIRST > 0 and len(part.units) <= SEARCH_MAX_UNITS:  # alone first: a fork and CP-SAT's model cost more than most answers
             plan = _run_search(members[0], part, clock.part(min(SEARCH_FIRST, clock.left())), 1, objective, seed,
                                goal, stats)
@@ -715,15 +734,15 @@ def _search_members(part: Part, clock: Deadline, settings: Settings, dived: bool
     if dived and len(part.units) > SEARCH_MAX_UNITS and _dives_only(
             np.array([u.start for u in part.units], np.int64), np.array([u.end for u in part.units], np.int64)):
         return []
-    share = 1.0 if _can_race(settings, clock) else SEARCH_SHARE
+    share = 1.0 if _can_race(settings.workers, clock) else SEARCH_SHARE
     if (len(part.units) > SEARCH_MAX_UNITS and clock.limited
             and clock.left() * share < SEARCH_SECONDS_PER_UNIT * len(part.units)):
         return []
-    return [name for name in SEARCH_MEMBERS if name in registry.names()]
+    return [name for name in SEARCH_MEMBERS if registry.registered(name)]
 
 
-def _can_race(settings: Settings, clock: Deadline) -> bool:
-    return settings.workers > 1 and not clock.deterministic and "fork" in mp.get_all_start_methods()
+def _can_race(workers: int, clock: Deadline) -> bool:
+    return workers > 1 and not clock.deterministic and "fork" in mp.get_all_start_methods()
 
 
 def _run_search(name: str, part: Part, clock: Deadline, workers: int, objective: Objective, seed: int,
@@ -741,6 +760,8 @@ def _run_search(name: str, part: Part, clock: Deadline, workers: int, objective:
 def _take_search(plan: Plan | None, name: str, part: Part, inc: Incumbent, proven: dict[str, int],
                  reached: Callable[[list[Choice] | None], bool], stats: dict[str, object]) -> Result | None:
     """Offer the search's plan and keep its bounds; the part's answer if that settles it."""
+    from optplan.solvers.cpsat import part_result
+
     if plan is None:
         return None
     stats[f"{name}_status"] = plan.status.value
@@ -766,6 +787,9 @@ def _race(part: Part, clock: Deadline, settings: Settings, objective: Objective,
     """The search engine in a forked process beside CP-SAT and LNS here, on the whole part's
     time and half the workers each; whichever settles the part first halts the other. A plan
     the search returns enters the incumbent that LNS reads before each move."""
+    from optplan.search import engine
+    from optplan.solvers.cpsat import part_result
+
     name = members[0]
     mine = max(1, settings.workers // 2)
     searching, exact_clock = clock.part(None), clock.part(None)
@@ -814,6 +838,8 @@ class _Exact:
         return self.optimal or self.infeasible
 
     def result(self, part: Part, inc: Incumbent, stats: dict[str, object]) -> Result:
+        from optplan.solvers.cpsat import part_result
+
         best, _ = inc.get()
         if self.infeasible and best is None:
             return Result(None, proven_infeasible=True, message="CP-SAT proved that no plan fits the capacities", stats=stats)
@@ -830,6 +856,8 @@ def _exact(part: Part, clock: Deadline, settings: Settings, objective: Objective
     CP-SAT once more if LNS improved the plan. Parts too large for the full model get LNS only.
     Stops early at a proof, a plan at the goal, or a halt. ``proven``: per-memory bounds (bytes)
     proven so far, raised here by refuted decisions."""
+    from optplan.solvers.cpsat import FULL_MODEL_MAX_UNITS, PartModel, part_peaks, run, stop_reason
+
     left = clock.left
     incumbent, _ = inc.get()
     if reached(incumbent):
@@ -898,6 +926,8 @@ def _floor_decisions(part: Part, clock: Deadline, settings: Settings, objective:
     decision follows; a plan is optimal (True); an undecided one ends the decisions. Minimization
     rarely proves a bound above the live load, while a decision at it often refutes it or finds the
     perfect packing (tight generated instances: experiments/bench_minimize.py)."""
+    from optplan.solvers.cpsat import PartModel, part_peaks, run
+
     # not in deterministic mode: on minimalloc A at 2 deterministic seconds the decisions left LNS no
     # move (5 without them), and the CP-SAT runs there are short shares already
     if not objective.optimizes or len(part.memories) != 1 or not clock.limited or clock.deterministic:
@@ -932,6 +962,8 @@ def _floor_decisions(part: Part, clock: Deadline, settings: Settings, objective:
 
 def _better(objective: Objective, part: Part, a: list[Choice], b: list[Choice]) -> bool:
     """Plan ``a`` is better than ``b`` under ``objective`` (the objective of the whole problem)."""
+    from optplan.solvers.cpsat import part_value
+
     return part_value(objective, part, a) < part_value(objective, part, b)
 
 
@@ -949,6 +981,8 @@ def lns(part: Part, inc: Incumbent, settings: Settings, objective: Objective, cl
     A move is kept when the freed region's highest top goes down without any peak going up, so
     the number of units at the peak shrinks until the peak itself drops.
     """
+    from optplan.solvers.cpsat import PartModel, run
+
     rng = random.Random(seed)
     left = clock.left
     w = objective_weights(part.problem)

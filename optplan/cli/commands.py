@@ -1,0 +1,254 @@
+"""The commands but ``extract``: each imports what it uses when it runs, so a command pays for its
+own dependencies only (``info`` and ``bounds`` load no planner, ``solve`` the planner it runs)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from optplan.cli.output import EXIT_NO_PLAN, EXIT_OK, console, say, warn
+from optplan.cli.report import num, plan_table, print_json, report_plan
+
+if TYPE_CHECKING:
+    from optplan.core.deadline import Deadline
+    from optplan.core.problem import Problem
+
+
+def capped(problem: Problem, capacity: int) -> Problem:
+    """``problem`` with its one memory's capacity set (``--capacity``)."""
+    from optplan.core.errors import OptplanError
+
+    if capacity < 0:
+        raise OptplanError(f"--capacity must be >= 0, got {capacity}")
+    return problem.with_capacity(capacity)
+
+
+def hierarchy(problem: Problem, args: argparse.Namespace) -> Problem:
+    """The problem in the memories of ``--memory`` (if given)."""
+    if not getattr(args, "memory", None):
+        return problem
+    from optplan.formats.memspec import parse_memories
+
+    return problem.with_memories(parse_memories(args.memory))
+
+
+def load(args: argparse.Namespace) -> Problem:
+    """The problem of ``args.problem`` with ``--memory`` and ``--capacity`` applied; the output
+    path checked against it (CSV: one memory) before any work."""
+    from optplan.formats import check_output, read_problem
+
+    problem = hierarchy(read_problem(args.problem), args)
+    if getattr(args, "capacity", None) is not None:
+        problem = capped(problem, args.capacity)
+    if getattr(args, "output", None):  # what the problem decides (CSV: one memory), before any solve
+        check_output(args.output, args.output_kind, len(problem.memories), bool(problem.relative))
+    return problem
+
+
+def _deadline(args: argparse.Namespace) -> Deadline:
+    """The run's one Deadline, made before the problem is read: reading counts against the limit."""
+    from optplan.core.deadline import Deadline
+    from optplan.core.errors import OptplanError
+
+    try:
+        return Deadline(args.time_limit, getattr(args, "deterministic", False))
+    except ValueError as e:
+        raise OptplanError(f"--time-limit: {e}") from None
+
+
+def solve(args: argparse.Namespace) -> int:
+    from optplan import registry
+    from optplan.core.lifecycle import interruptible
+    from optplan.formats import write_plan
+
+    deadline = _deadline(args)
+    with interruptible(deadline) as signals:
+        problem = load(args)
+        signals.solving = True  # from here a signal stops the planners, and their best plan is kept
+        progress, stop = _progress_printer() if not args.json else (None, lambda: None)
+        try:
+            plan = registry.solve(problem, args.planner, deadline=deadline, workers=args.workers,
+                                  seed=args.seed, objective=args.objective, progress=progress)
+        finally:
+            stop()
+        if args.output and plan.found:
+            write_plan(problem, plan, args.output)
+    report_plan(args, problem, plan)
+    if signals.exit_code is not None:
+        warn("optplan: interrupted" + (f"; the best plan found is in {args.output}" if args.output and plan.found else ""))
+        return signals.exit_code
+    return EXIT_OK if plan.found else EXIT_NO_PLAN
+
+
+def _progress_printer():  # type: ignore[no-untyped-def]  # (SolveProgress, its stop)
+    """Best, bound, gap and a ticking elapsed time: a live line on a terminal, plain lines elsewhere."""
+    from optplan.report.progress import SolveProgress
+
+    progress = SolveProgress(console(stderr=True))
+    return progress, progress.stop
+
+
+def validate(args: argparse.Namespace) -> int:
+    from optplan.core.bounds import lower_bounds
+    from optplan.core.plan import peaks
+    from optplan.core.validate import validate as check
+    from optplan.formats import read_placements
+
+    problem = load(args)  # --capacity: check a plan for MiniMalloc's fixed-capacity problems
+    placements = read_placements(args.plan, problem)
+    violations = check(problem, placements)
+    if args.json:
+        say(json.dumps({"valid": not violations, "violations": [str(v) for v in violations],
+                        "peak": peaks(problem, placements) if not violations else None}))
+    elif violations:
+        for v in violations:
+            say(str(v))
+        say(f"INVALID: {len(violations)} violation(s)")
+    else:
+        bounds = lower_bounds(problem)
+        for m, peak in peaks(problem, placements).items():
+            say(f"{m}: peak {num(peak)}, lower bound {num(bounds.lower[m])}")
+        say("VALID")
+    return EXIT_NO_PLAN if violations else EXIT_OK
+
+
+def bounds(args: argparse.Namespace) -> int:
+    from optplan.core.bounds import lower_bounds
+
+    problem = load(args)
+    b = lower_bounds(problem)
+    if args.json:
+        say(json.dumps({"lower_bound": b.lower, "step": b.step, "infeasible": b.infeasible}))
+        return EXIT_NO_PLAN if b.infeasible else EXIT_OK
+    rows = [(m.name, num(m.capacity), num(b.lower[m.name]), "-" if b.step[m.name] is None else str(b.step[m.name]))
+            for m in problem.memories]
+    _table(("memory", "capacity", "lower bound", "at step"), rows)
+    if b.infeasible:
+        say(f"INFEASIBLE: {b.infeasible}")
+    return EXIT_NO_PLAN if b.infeasible else EXIT_OK
+
+
+def _table(columns: tuple[str, ...], rows: Sequence[tuple[str, ...]], no_wrap: bool = True) -> None:
+    """A table of ``rows`` under ``columns``, the first left-aligned, the others right."""
+    from rich import box
+    from rich.table import Table
+
+    t = Table(box=box.SIMPLE_HEAD)
+    for col in columns:
+        t.add_column(col, justify="left" if col == columns[0] else "right", no_wrap=no_wrap)
+    for row in rows:
+        t.add_row(*row)
+    console().print(t)
+
+
+def info(args: argparse.Namespace) -> int:
+    problem = load(args)
+    facts = _facts(problem)
+    if args.json:
+        say(json.dumps(facts))
+        return EXIT_OK
+    for k, v in facts.items():
+        if k != "memories":
+            say(f"{k.replace('_', ' ')}: {num(v) if isinstance(v, int) else v}")
+    _table(("memory", "capacity", "alignment"), [(m.name, num(m.capacity), str(m.alignment)) for m in problem.memories],
+           no_wrap=False)
+    return EXIT_OK
+
+
+def _facts(problem: Problem) -> dict[str, object]:
+    """What ``info`` says of a problem: sizes, time span, the peak live load and where it is."""
+    import numpy as np
+
+    from optplan.core.bounds import peak_load
+
+    bufs = problem.buffers
+    rects = [r for b in bufs for r in b.footprint()]  # bytes in use over time: gaps excluded
+    start, end = (np.array([r[k] for r in rects], np.int64) for k in (0, 1))
+    load, step = peak_load(start, end, np.array([r[3] - r[2] for r in rects], np.int64))
+    if problem.concurrent:  # vector clocks: the heaviest set of pairwise concurrent buffers
+        from optplan.core.clocks import clique_bound
+
+        load, step = clique_bound(problem, [u.root for u in problem.units])[0], None
+    lo, hi = problem.time_span
+    return {
+        "buffers": len(bufs), "streams": problem.streams, "time_span": [lo, hi], "total_bytes": sum(b.size for b in bufs),
+        "peak_live_load": load, "peak_step": step, "largest_buffer": max((b.size for b in bufs), default=0),
+        "zero_size_buffers": sum(b.size == 0 for b in bufs),
+        "fixed_buffers": sum(b.fixed_offset is not None or b.fixed_memory is not None for b in bufs),
+        "buffers_with_gaps": sum(bool(b.gaps) for b in bufs),
+        "relative_placements": len(problem.relative),
+        "memories": [{"name": m.name, "capacity": m.capacity, "alignment": m.alignment} for m in problem.memories],
+    }
+
+
+def convert(args: argparse.Namespace) -> int:
+    from optplan.formats import check_output, read_problem, write_problem
+
+    problem = hierarchy(read_problem(args.input), args)
+    check_output(args.output, "problem", len(problem.memories), bool(problem.relative))
+    write_problem(problem, args.output)
+    return EXIT_OK
+
+
+def compare(args: argparse.Namespace) -> int:
+    from optplan.study.command import compare_command
+
+    return compare_command(args, console(), lambda p: (lambda h: h if args.capacity is None else capped(h, args.capacity))(
+        hierarchy(p, args)))
+
+
+def study(args: argparse.Namespace) -> int:
+    from optplan.study.command import memories_from_specs, study_command
+
+    args.memories = memories_from_specs(args.memory)
+    return study_command(args, console(), console(stderr=True))
+
+
+def plot(args: argparse.Namespace) -> int:
+    from optplan.study.command import plot_command
+
+    return plot_command(args, console())
+
+
+def export_model(args: argparse.Namespace) -> int:
+    from optplan.formats.lp_io import export_model as export
+
+    info = export(load(args), args.output, args.objective)
+    say(f"model written to {args.output}: {info.variables} variables ({info.binaries} binary, "
+        f"{info.integers} integer), {info.constraints} constraints; offsets o_<i> in units of {info.scale} bytes")
+    return EXIT_OK
+
+
+def import_solution(args: argparse.Namespace) -> int:
+    from optplan.formats import write_plan
+    from optplan.formats.lp_io import import_solution as read_solution
+    from optplan.report.summary import memory_rows
+
+    problem = load(args)
+    plan = read_solution(problem, args.solution)
+    write_plan(problem, plan, args.output)
+    if args.json:
+        print_json(plan)
+    else:
+        console().print(plan_table(problem, plan, memory_rows(problem, plan)))
+        say(f"{plan.message}; plan written to {args.output}")
+    return EXIT_OK
+
+
+def planners(args: argparse.Namespace) -> int:
+    from optplan import registry
+
+    say("\n".join(registry.names()))
+    return EXIT_OK
+
+
+def warmup(args: argparse.Namespace) -> int:
+    from optplan.core import jit
+    from optplan.warmup import warm
+
+    for group, seconds in warm().items():
+        say(f"{group}: {'compiled' if jit.compiled(group) else 'NOT compiled'} in {seconds:.1f} s")
+    say(f"numba's cache: {jit.cache_dir()}")
+    return EXIT_OK if all(jit.compiled(g) for g in jit.GROUPS) else EXIT_NO_PLAN

@@ -1,0 +1,208 @@
+"""The command line's grammar: one function per command adds its arguments. Building the parser
+imports no planner (``optplan --help`` starts at once); a value is checked when it is parsed."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+import optplan
+from optplan.cli import commands
+from optplan.cli.extract import extract
+from optplan.cli.output import EXIT_USAGE, warn
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
+        warn(f"{self.prog}: error: {message} (see {self.prog} --help)")
+        raise SystemExit(EXIT_USAGE)
+
+
+def _option(name: str, parse: type[int] | type[float], seconds: bool = False) -> Callable[[str], object]:
+    """An argparse type: the value is parsed, then checked as ``optplan.solve`` checks it
+    (``seconds``: a time limit, which on the command line must be more than 0)."""
+    def convert(text: str) -> object:
+        from optplan import registry
+
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {'an integer' if parse is int else 'a number'}: {text!r}") from None
+        why = registry.option_error(name, value)
+        if seconds and not (math.isfinite(value) and value > 0):
+            why = "must be a finite number of seconds > 0"
+        if why:
+            raise argparse.ArgumentTypeError(f"{why}, got {text!r}")
+        return value
+    return convert
+
+
+def _problem_arg(s: argparse.ArgumentParser, capacity: bool = True) -> None:
+    s.add_argument("problem", help="problem file: .csv (MiniMalloc) or .json (optplan)")
+    if capacity:
+        s.add_argument("--capacity", type=int, help="cap a single-memory problem at N bytes")
+        _memory_arg(s)
+
+
+def _memory_arg(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--memory", action="append", metavar="NAME[:SIZE][:align=N]",
+                   help="declare a memory, fastest first (repeat): e.g. --memory sram:4KiB:align=64 "
+                        "--memory dram; replaces the problem's memories")
+
+
+def _objective_arg(s: argparse.ArgumentParser) -> None:
+    from optplan.core.objective import Objective
+
+    s.add_argument("--objective", choices=Objective.NAMES, default=None,
+                   help="min-peak: minimize the peaks, slowest memory first; weighted: the weighted sum of "
+                        "the peaks; feasible: any plan within the capacities (default: min-peak)")
+
+
+def _solve(s: argparse.ArgumentParser) -> None:
+    _problem_arg(s)
+    s.add_argument("-o", "--output", help="write the plan: .json (optplan) or .csv (MiniMalloc, one memory)")
+    s.add_argument("--planner", default="auto", help="planner name (see `optplan planners`); default: auto")
+    s.add_argument("--time-limit", type=_option("time_limit", float, seconds=True), default=None,
+                   help="seconds (finite, > 0), model building included")
+    s.add_argument("--workers", type=_option("workers", int), default=None, help="solver threads (1 to 1024)")
+    s.add_argument("--seed", type=_option("seed", int), default=None, help="random seed (0 to 2^31-1)")
+    s.add_argument("--deterministic", action="store_true",
+                   help="repeatable results: solver time in deterministic units, every heuristic run")
+    _objective_arg(s)
+    s.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    s.set_defaults(run=commands.solve, output_kind="plan")
+
+
+def _validate(s: argparse.ArgumentParser) -> None:
+    _problem_arg(s)
+    s.add_argument("plan", help="plan file: .json or .csv (id,lower,upper,size,offset)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(run=commands.validate)
+
+
+def _bounds(s: argparse.ArgumentParser) -> None:
+    _problem_arg(s)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(run=commands.bounds)
+
+
+def _info(s: argparse.ArgumentParser) -> None:
+    _problem_arg(s)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(run=commands.info)
+
+
+def _convert(s: argparse.ArgumentParser) -> None:
+    s.add_argument("input")
+    s.add_argument("output")
+    _memory_arg(s)
+    s.set_defaults(run=commands.convert, output_kind="problem")
+
+
+def _extract(s: argparse.ArgumentParser) -> None:
+    s.add_argument("program", help="a saved ExportedProgram (.pt2, torch.export.save), an ONNX model (.onnx), or path.py:factory "
+                   "(a function returning (model, example_inputs[, loss]))")
+    s.add_argument("-o", "--output", required=True, help="problem file: .json or .csv")
+    s.add_argument("--plan-inputs", action=argparse.BooleanOptionalAction, default=True,
+                   help="plan user inputs (default: yes, as ExecuTorch)")
+    s.add_argument("--plan-outputs", action=argparse.BooleanOptionalAction, default=True,
+                   help="plan user outputs (default: yes, as ExecuTorch)")
+    s.add_argument("--alignment", type=int, default=16, help="offset alignment in bytes (default 16, ExecuTorch's)")
+    s.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
+                   help="ONNX: the value of a dynamic input dimension (repeatable); every one must be given")
+    s.add_argument("--include-weights", action="store_true", help="ONNX: plan initializers and constants (default: not planned)")
+    s.add_argument("--training", action="store_true",
+                   help="path.py:factory only: one training step (forward, backward, SGD step) instead of inference")
+    s.add_argument("--view-copies", dest="views_alias", action="store_false",
+                   help="ONNX: Reshape, Flatten, Squeeze, Unsqueeze and Identity copy (default: they alias their input)")
+    _memory_arg(s)
+    s.set_defaults(run=extract, output_kind="problem")
+
+
+def _compare(s: argparse.ArgumentParser) -> None:
+    s.add_argument("paths", nargs="+", metavar="PATH", help="problem files, or directories of .json/.csv problems")
+    s.add_argument("--capacity", type=int, help="cap single-memory problems at N bytes")
+    _memory_arg(s)
+    s.add_argument("--planners", help="comma-separated planner names (default: all heuristics)")
+    s.add_argument("--time-limit", type=_option("time_limit", float, seconds=True), default=None,
+                   help="seconds for all planners together, reading included; each takes a share of what is left")
+    s.add_argument("--seed", type=_option("seed", int), default=None)
+    s.add_argument("--json", action="store_true", help="print a JSON list, one plan object per run")
+    s.set_defaults(run=commands.compare)
+
+
+def _study(s: argparse.ArgumentParser) -> None:
+    s.add_argument("paths", nargs="+", metavar="PATH", help="problem files, or directories of .json/.csv problems")
+    s.add_argument("-o", "--output", dest="out_dir", required=True, metavar="DIR", help="directory for runs.csv, summary.md, plots")
+    s.add_argument("--planners", help="comma-separated planner names (default: every heuristic and auto)")
+    s.add_argument("--time-limit", type=_option("time_limit", float, seconds=True), default=60.0,
+                   help="seconds per run (default 60)")
+    s.add_argument("--memory", action="append", metavar="SPEC",
+                   help="replace every problem's memories: NAME[:CAPACITY][:align=N], fastest first, repeatable")
+    s.add_argument("--executor", choices=("local", "dask"), default="local",
+                   help="local process pool (default) or dask.distributed (pip install 'optplan[dask]')")
+    s.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler, e.g. tcp://host:8786 (default: a LocalCluster)")
+    s.add_argument("--jobs", type=int, default=None, help="runs at a time (default: one per core)")
+    s.add_argument("--workers", type=_option("workers", int), default=1, help="solver threads of each run (default 1)")
+    s.set_defaults(run=commands.study)
+
+
+def _plot(s: argparse.ArgumentParser) -> None:
+    _problem_arg(s, capacity=False)
+    s.add_argument("plan", help="plan file: .json or .csv")
+    s.add_argument("-o", "--output", required=True, help="picture file: .png, .svg, .pdf or .html (hover: id, size, lifetime, offset)")
+    s.add_argument("--width", type=int, default=1600, help="picture width in pixels (default 1600)")
+    s.add_argument("--dpi", type=int, default=100, help="dots per inch (default 100)")
+    s.set_defaults(run=commands.plot, output_kind="picture")
+
+
+def _export_model(s: argparse.ArgumentParser) -> None:
+    _problem_arg(s)
+    s.add_argument("-o", "--output", required=True, help="model file: .lp (CPLEX LP format) or .mps")
+    _objective_arg(s)
+    s.set_defaults(run=commands.export_model, output_kind="model")
+
+
+def _import_solution(s: argparse.ArgumentParser) -> None:
+    _problem_arg(s)
+    s.add_argument("solution", help="solution file: Gurobi .sol or 'name value' lines")
+    s.add_argument("-o", "--output", required=True, help="plan file: .json or .csv")
+    s.add_argument("--json", action="store_true", help="print the plan as JSON instead of a table")
+    s.set_defaults(run=commands.import_solution, output_kind="plan")
+
+
+# command -> (its line in ``optplan --help``, the function that adds its arguments), in that help's order
+COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
+    "solve": ("plan a problem", _solve),
+    "validate": ("check a plan against a problem", _validate),
+    "bounds": ("lower bounds per memory, or a proof of infeasibility", _bounds),
+    "info": ("buffers, time span, peak live load, memories", _info),
+    "convert": ("convert a problem between .csv and .json", _convert),
+    "extract": ("buffers and lifetimes of a torch.export program (.pt2) or an ONNX model (.onnx)", _extract),
+    "compare": ("run every heuristic on problems and rank them by peak", _compare),
+    "study": ("every planner on every problem: runs.csv, summary.md and plots in a directory", _study),
+    "plot": ("draw a plan (time x address per memory) to PNG/SVG/PDF/HTML", _plot),
+    "export-model": ("write the MILP model (.lp or .mps) for Gurobi, CPLEX or any MIP solver", _export_model),
+    "import-solution": ("validate a MIP solver's solution of export-model's model and write the plan", _import_solution),
+    "planners": ("list the registered planners", lambda s: s.set_defaults(run=commands.planners)),
+    "warmup": ("compile the numba kernels into numba's on-disk cache (once after an install)",
+               lambda s: s.set_defaults(run=commands.warmup)),
+}
+
+
+def parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``optplan`` command's parser; each command's function is ``run`` in the parsed namespace.
+    Given the ``argv`` it will parse, only the command named there gets its arguments (the others
+    their line of help): ``optplan --help`` then builds no command's arguments, whose choices import
+    the objectives (and numpy). A word that names no command: every command's, as without ``argv``."""
+    named = next((a for a in argv if not a.startswith("-")), "") if argv is not None else None  # (no top-level option takes a value)
+    p = _Parser(prog="optplan", description="Optimal static memory plans for machine-learning models.")
+    p.add_argument("--version", action="version", version=f"optplan {optplan.__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name, (line, add_arguments) in COMMANDS.items():
+        s = sub.add_parser(name, help=line)
+        if named is None or named == name or (named and named not in COMMANDS):
+            add_arguments(s)
+    return p

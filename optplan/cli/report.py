@@ -1,0 +1,74 @@
+"""The plan report of ``solve`` and ``import-solution``: a table per memory and the objective in words,
+or the proof of infeasibility; or the plan as one JSON object."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING
+
+from optplan.cli.output import console, say
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from optplan.core.plan import Plan
+    from optplan.core.problem import Problem
+    from optplan.report.summary import MemoryRow
+
+
+def num(n: int | None) -> str:
+    """Bytes with thousands separators; None is a memory without a capacity."""
+    return "unbounded" if n is None else f"{n:,}"
+
+
+def plan_table(problem: Problem, plan: Plan, rows: list[MemoryRow]) -> Table:
+    from rich import box
+    from rich.table import Table
+
+    from optplan.report.summary import percent
+
+    t = Table(title=f"{plan.planner}: {plan.status.value} in {plan.seconds:.2f} s", title_justify="left", box=box.SIMPLE_HEAD)
+    two = len(problem.memories) > 1
+    cols = ("memory", "capacity", "peak", "lower bound", "gap", "step of peak", "buffers") + (("bytes", "benefit") if two else ())
+    for col in cols:
+        t.add_column(col, justify="left" if col == "memory" else "right", no_wrap=True)
+    for r in rows:
+        t.add_row(r.name, num(r.capacity), num(r.peak), num(r.bound), percent(r.gap),
+                  "-" if r.step is None else str(r.step), str(r.buffers), *((num(r.bytes), num(r.benefit)) if two else ()))
+    return t
+
+
+def print_plan(problem: Problem, plan: Plan) -> None:
+    """The report: the per-memory table and the objective in words, or the proof of infeasibility."""
+    from optplan.core.plan import Status
+    from optplan.report.summary import gap_words, infeasible_proof, memory_rows, objective_words
+
+    if plan.status is Status.INFEASIBLE:
+        say(f"{plan.planner}: INFEASIBLE in {plan.seconds:.2f} s: {infeasible_proof(problem, plan)}")
+        return
+    if not plan.found:
+        say(f"{plan.planner}: {plan.status.value} in {plan.seconds:.2f} s: {plan.message or 'no plan found'}")
+        return
+    rows = memory_rows(problem, plan)
+    console().print(plan_table(problem, plan, rows))
+    if plan.message:
+        say(plan.message)
+    gap = "" if plan.gap is None and plan.gap_of is None else f" ({gap_words(problem, plan)})"
+    say(objective_words(problem, plan, rows) + gap)
+
+
+def print_json(plan: Plan) -> None:
+    from optplan.formats.native_json import plan_to_dict
+
+    say(json.dumps(plan_to_dict(plan)))
+
+
+def report_plan(args: argparse.Namespace, problem: Problem, plan: Plan) -> None:
+    """``solve``'s output: the plan as JSON (``--json``) or the report, and where it was written."""
+    if args.json:
+        print_json(plan)
+    else:
+        print_plan(problem, plan)
+        if args.output and plan.found:
+            say(f"plan written to {args.output}")
