@@ -122,7 +122,8 @@ def test_a_first_run_keeps_its_time_limit_without_compiling(tmp_path: Path, name
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
     assert plan["seconds"] <= 3 + 1
-    assert plan["stats"]["jit"]["not_compiled"] == list(jit.GROUPS)
+    # the groups it needed and ran without (the validator's sweep runs in Python at this size anyway)
+    assert {"heuristics", "search"} <= set(plan["stats"]["jit"]["not_compiled"]) <= set(jit.GROUPS)
     assert "numba kernels not compiled" in plan["message"]
     assert not list((tmp_path / "cache").rglob("*.nbc"))  # nothing was compiled
     assert validate(problem, read_placements(out, read_problem(src))) == []
@@ -131,7 +132,7 @@ def test_a_first_run_keeps_its_time_limit_without_compiling(tmp_path: Path, name
 def test_compare_says_once_that_it_ran_without_kernels(tmp_path: Path) -> None:
     """``compare``'s table shows no plan messages: with an empty cache it prints the note once."""
     src = tmp_path / "p.json"
-    write_problem(_generated(200), src)
+    write_problem(_generated(3000), src)  # past what runs in Python before numba pays (heuristics.kernels)
     proc = _python(["-m", "optplan.cli", "compare", str(src), "--time-limit", "3", "--planners", "naive,greedy-size"],
                    cache=tmp_path / "cache")
     assert proc.returncode == 0, proc.stderr

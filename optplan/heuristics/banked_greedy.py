@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from optplan.core import jit
 from optplan.core.clocks import clock_graph
 from optplan.core.deadline import current
 from optplan.core.plan import Placement
 from optplan.core.problem import Problem
 from optplan.core.units import Unit
+from optplan.heuristics import kernels
 from optplan.heuristics.arrays import placements as unit_placements
 from optplan.heuristics.packer import Packer, Pinned, _TimeIndex
 from optplan.heuristics.skyline import banked
@@ -125,7 +125,7 @@ def banked_greedy(problem: Problem) -> Result:
     Runs the banked packer's kernels (``skyline.banked``, same plans) unless some unit is pinned
     to a fixed offset or lifetimes are vector clocks: those problems, and any while the kernels
     are not compiled under a time limit, take the pure-Python reference below."""
-    if not problem.concurrent and all(u.fixed_offset is None for u in problem.units) and jit.usable("heuristics"):
+    if not problem.concurrent and all(u.fixed_offset is None for u in problem.units) and kernels.ready(problem.unit_count):
         off, where, failed, nobj = banked(problem)
         if failed is not None:
             why = ("no memory has room for its extent" if not failed.pieces else

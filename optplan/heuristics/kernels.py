@@ -51,6 +51,11 @@ class _Budget:
             self.spent += placements
             return True
 
+    def fits(self, placements: int) -> bool:
+        """Whether ``placements`` more fit in the budget (nothing is spent)."""
+        with self._lock:
+            return self.spent + placements <= PYTHON_MAX_PLACEMENTS
+
     def close_unless(self, placements: int) -> None:
         """Spend what is left unless ``placements`` more fit in it."""
         with self._lock:
@@ -75,7 +80,16 @@ def python_pays(placements: int) -> bool:
     process yet and the Python work so far, with this pass, stays within
     ``PYTHON_MAX_PLACEMENTS`` (then it is counted). While the kernels may not be used
     (``jit.usable``; callers then take their pure-Python references) Python is the only form."""
-    return not jit.usable("heuristics") or (not jit.loaded() and _BUDGET.take(placements))
+    if not jit.loaded() and _BUDGET.take(placements):  # (first: deciding ``usable`` reads numba's cache)
+        return True
+    return not jit.usable("heuristics")
+
+
+def ready(placements: int) -> bool:
+    """Whether a kernel can run a pass placing ``placements`` units: in Python within what is left
+    of the budget (numba not loaded), or compiled (``jit.usable``). Asked first, the budget spares a
+    small problem's run under a time limit from deciding ``usable``, which reads numba's cache."""
+    return (not jit.loaded() and _BUDGET.fits(placements)) or jit.usable("heuristics")
 
 
 def expect(placements: int) -> None:

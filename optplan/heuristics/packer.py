@@ -21,13 +21,13 @@ from typing import Literal
 
 import numpy as np
 
-from optplan.core import jit
 from optplan.core.clocks import clock_graph
 from optplan.core.deadline import current
 from optplan.core.objective import Objective
 from optplan.core.plan import Placement
 from optplan.core.problem import Problem
 from optplan.core.units import Unit
+from optplan.heuristics import kernels
 from optplan.heuristics.arrays import indices
 from optplan.heuristics.arrays import placements as unit_placements
 from optplan.heuristics.arrays import value as plan_value
@@ -392,7 +392,7 @@ def greedy_scored(problem: Problem, order: Sequence[Unit] | Sequence[int] | np.n
     ``beat``: the value of the best pass so far. When the value is the weighted peaks alone (one
     memory, or benefit not counted), the pass stops as soon as the peaks reach it: the answer is
     then ``beat`` itself (a bound: this pass could not be better) and None for the plan."""
-    if problem.concurrent or not jit.usable("heuristics"):
+    if problem.concurrent or not kernels.ready(problem.unit_count):
         result = greedy_reference(problem, order, policy)
         return score(problem, result.placements, objective), lambda: result
     goal = Objective.parse(objective, problem)

@@ -20,12 +20,12 @@ from bisect import bisect_left, insort
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from optplan.core import jit
 from optplan.core.clocks import clock_graph
 from optplan.core.deadline import current
 from optplan.core.plan import Placement
 from optplan.core.problem import Problem
 from optplan.core.units import Unit
+from optplan.heuristics import kernels
 from optplan.heuristics.arrays import placements as unit_placements
 from optplan.heuristics.orders import by_start
 from optplan.heuristics.packer import Packer, Pinned, units_of
@@ -106,7 +106,7 @@ def recycle(problem: Problem) -> Result:
     pinned to a fixed offset or lifetimes are vector clocks: those problems, and any while the
     kernels are not compiled under a time limit (``optplan.core.jit``), take the pure-Python
     reference below."""
-    if not problem.concurrent and all(u.fixed_offset is None for u in problem.units) and jit.usable("heuristics"):
+    if not problem.concurrent and all(u.fixed_offset is None for u in problem.units) and kernels.ready(problem.unit_count):
         off, where, kept, failed, why = recycle_kernel(problem, by_start(problem))
         if failed is not None:
             reason = "no memory has room for its extent" if why == 0 else "no free slot fits and no memory has room for a new one"

@@ -237,7 +237,7 @@ class _Stage:
                  deliver: Callable[[Plan], None] | None) -> None:
         self.problem, self.deadline, self.seed, self.objective, self.deliver = problem, deadline, seed, objective, deliver
         # the constructive heuristics' deadline: a share of the limit while the kernels are not compiled
-        self.first = deadline.share(CONSTRUCTIVE_SHARE) if jit.not_compiled() and deadline.limited else deadline
+        self.first = deadline.share(CONSTRUCTIVE_SHARE) if deadline.limited and not kernels.ready(problem.unit_count) else deadline
         self.results: dict[str, Plan] = {}
         self.errors: dict[str, str] = {}
         self.costs: list[float] = []  # wall seconds each took (what the time left must cover)

@@ -27,12 +27,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from optplan.core import jit
 from optplan.core.clocks import clock_graph
 from optplan.core.deadline import current
 from optplan.core.plan import Placement
 from optplan.core.problem import Problem
 from optplan.core.units import Unit
+from optplan.heuristics import kernels
 from optplan.heuristics.arrays import arrays, indices, root_rank
 from optplan.heuristics.arrays import placements as unit_placements
 from optplan.heuristics.packer import Packer, fixed_first
@@ -244,7 +244,7 @@ def _fastest_fit(problem: Problem, memory: str, candidates: list[Unit], curve: C
 def stage(problem: Problem, select: Selector, reference: bool = False) -> Result:
     """Select per capacitated memory (fastest first) on the usage curve, then pack (``reference``:
     with the pure-Python packer the tree packer is tested against)."""
-    packer = Packer(problem) if reference or problem.concurrent or not jit.usable("heuristics") else None
+    packer = Packer(problem) if reference or problem.concurrent or not kernels.ready(problem.unit_count) else None
     placements: dict[str, Placement] = {}
     todo = list(problem.units)
     stats: dict[str, object] = {"selection_packs": True, "spilled_after_packing": 0}
