@@ -168,9 +168,9 @@ def _facts(problem: Problem) -> dict[str, object]:
     start, end = (np.array([r[k] for r in rects], np.int64) for k in (0, 1))
     load, step = peak_load(start, end, np.array([r[3] - r[2] for r in rects], np.int64))
     if problem.concurrent:  # vector clocks: the heaviest set of pairwise concurrent buffers
-        from optplan.core.clocks import clique_bound
+        from optplan.core.clocks import antichain_bound
 
-        load, step = clique_bound(problem, [u.root for u in problem.units])[0], None
+        load, step = antichain_bound(problem, [u.root for u in problem.units]), None
     lo, hi = problem.time_span
     return {
         "buffers": len(bufs), "streams": problem.streams, "time_span": [lo, hi], "total_bytes": sum(b.size for b in bufs),
