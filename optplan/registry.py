@@ -202,8 +202,8 @@ def make_deadline(options: dict[str, object]) -> Deadline:
             raise OptplanError(f"deadline must be an optplan.core.deadline.Deadline, got {type(given).__name__}")
         return given
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float))
-                              or not 0 <= limit < float("inf")):
-        raise OptplanError(f"time_limit must be a finite number of seconds >= 0, got {limit!r}")
+                              or not 0 < limit < float("inf")):
+        raise OptplanError(f"time_limit must be a finite number of seconds > 0, got {limit!r}")
     return Deadline(None if limit is None else float(limit), bool(det))
 
 
@@ -278,6 +278,8 @@ def heuristic_names() -> list[str]:
 
 
 def get(name: str) -> Callable[..., Plan]:
+    if not isinstance(name, str):
+        raise OptplanError(f"a planner is named by a string (see optplan.registry.names()), got {type(name).__name__} {name!r:.60}")
     _load(until=lambda: name in _REGISTRY)
     try:
         return _REGISTRY[name]
@@ -324,8 +326,8 @@ def _whole(v: object, lo: int, hi: int) -> bool:
 # option -> (is the value fine, what it must be); None always is (the planner's default). Each is some
 # planner's option (tests/test_api.py checks), so ``solve`` knows them before every planner is imported.
 _OPTIONS: dict[str, tuple[Callable[[object], bool], str]] = {
-    "time_limit": (lambda v: _real(v) and math.isfinite(v) and v >= 0,  # type: ignore[arg-type,operator]
-                   "a finite number of seconds >= 0"),
+    "time_limit": (lambda v: _real(v) and math.isfinite(v) and v > 0,  # type: ignore[arg-type,operator]
+                   "a finite number of seconds > 0"),  # as on the command line
     "seed": (lambda v: _whole(v, 0, MAX_SEED), f"an integer from 0 to {MAX_SEED} (2^31-1)"),
     "workers": (lambda v: _whole(v, 1, MAX_WORKERS), f"an integer from 1 to {MAX_WORKERS}"),
     "iterations": (lambda v: _whole(v, 1, 2**63 - 1), "a positive integer"),
@@ -333,6 +335,9 @@ _OPTIONS: dict[str, tuple[Callable[[object], bool], str]] = {
     "deterministic": (lambda v: isinstance(v, bool), "True or False"),
     "deadline": (lambda v: isinstance(v, Deadline), "an optplan.core.deadline.Deadline"),
     "progress": (callable, "a function taking a dict"),
+    "warm_start": (lambda v: isinstance(v, bool), "True or False"),
+    "goal": (lambda v: isinstance(v, dict) and all(isinstance(m, str) and _whole(b, 0, 2**63 - 1) for m, b in v.items()),
+             "a dict of memory name -> bytes"),
 }
 
 

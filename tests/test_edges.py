@@ -105,13 +105,17 @@ TINY = Problem((Buffer("a", 4, 0, 2), Buffer("b", 4, 1, 3)))
     ({"objective": "min_peak"}, "option objective='min_peak': must be one of 'min-peak', 'fast-first', 'weighted', 'feasible'"),
     ({"workers": 1.5}, "option workers=1.5: must be an integer from 1 to 1024"),
     ({"workers": 0}, "must be an integer from 1 to 1024"),
-    ({"time_limit": "5"}, "option time_limit='5': must be a finite number of seconds >= 0"),
+    ({"time_limit": "5"}, "option time_limit='5': must be a finite number of seconds > 0"),
+    ({"time_limit": 0}, "option time_limit=0: must be a finite number of seconds > 0"),
     ({"time_limit": math.nan}, "must be a finite number"),
     ({"time_limit": -1}, "must be a finite number"),
     ({"seed": -1}, "option seed=-1: must be an integer from 0 to 2147483647"),
     ({"seed": 2**70}, "must be an integer from 0 to 2147483647"),
     ({"seed": True}, "must be an integer"),
     ({"deterministic": "yes"}, "must be True or False"),
+    ({"warm_start": "no"}, "option warm_start='no': must be True or False"),
+    ({"goal": 5}, "option goal=5: must be a dict of memory name -> bytes"),
+    ({"goal": {"mem": -1}}, "must be a dict of memory name -> bytes"),
 ])
 @pytest.mark.parametrize("name", ["auto", "greedy-size"])
 def test_solve_rejects_typos_and_bad_values(options: dict, says: str, name: str) -> None:
@@ -128,6 +132,13 @@ def test_an_option_of_another_planner_is_fine_and_a_path_is_not_a_problem(tmp_pa
     with pytest.raises(OptplanError, match="unknown planner 'cpstat'; did you mean 'cpsat'"):
         solve(TINY, "cpstat")
     assert registry.option_error("seed", 2**31 - 1) is None
+
+
+@pytest.mark.parametrize("planner", [None, 5, ["auto"], b"auto"])
+def test_a_planner_is_named_by_a_string(planner: object) -> None:
+    with pytest.raises(OptplanError, match="a planner is named by a string") as e:
+        solve(TINY, planner)  # type: ignore[arg-type]
+    assert "\n" not in str(e.value)
 
 
 def test_every_checked_option_is_some_planners() -> None:
