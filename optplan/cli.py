@@ -26,8 +26,7 @@ from optplan.core.lifecycle import interruptible
 from optplan.core.objective import Objective
 from optplan.core.plan import Plan, Status, peaks
 from optplan.core.problem import Problem
-from optplan.core.validate import validate
-from optplan.formats import check_output, read_placements, read_problem, write_plan, write_problem
+from optplan.formats import check_output, read_problem, validate_plan_file, write_plan, write_problem
 from optplan.formats.memspec import parse_memories
 from optplan.formats.native_json import plan_to_dict
 from optplan.report.summary import MemoryRow, gap_words, infeasible_proof, memory_rows, objective_words, percent
@@ -165,8 +164,7 @@ def _report_plan(args: argparse.Namespace, problem: Problem, plan: Plan) -> None
 
 def cmd_validate(args: argparse.Namespace) -> int:
     problem = _load(args)  # --capacity: check a plan for MiniMalloc's fixed-capacity problems
-    placements = read_placements(args.plan, problem)
-    violations = validate(problem, placements)
+    placements, violations = validate_plan_file(args.plan, problem)  # and what the plan claims
     if args.json:
         out.print(json.dumps({"valid": not violations, "violations": [str(v) for v in violations],
                               "peak": peaks(problem, placements) if not violations else None}), markup=False)

@@ -202,12 +202,15 @@ def test_validate_capacity_and_plan_rows_that_disagree(tmp_path: Path, capsys: p
     assert code == 0 and "VALID" in out
     code, out, _ = run(capsys, "validate", problem, plan, "--capacity", "7")
     assert code == 1 and "exceeds capacity 7" in out and "INVALID: 1 violation(s)" in out
-    (tmp_path / "plan.csv").write_text("id,lower,upper,size,offset\na,0,2,4,0\nb,1,3,4,4\na,0,2,4,8\n")
-    assert "line 4 (buffer 'a'): field 'id': duplicate id" in one_error(capsys, "validate", problem, plan)
-    (tmp_path / "plan.csv").write_text("id,lower,upper,size,offset\na,0,2,4,0\nb,1,4,4,4\n")
-    assert "line 3 (buffer 'b'): field 'upper': 4 in the plan but 3 in the problem" in one_error(capsys, "validate", problem, plan)
-    (tmp_path / "plan.csv").write_text("id,begin,end,size,offset\na,0,1,4,0\nb,1,2,8,4\n")  # end inclusive
-    assert "field 'size': 8 in the plan but 4" in one_error(capsys, "validate", problem, plan)
+    # a plan that does not fit the problem is invalid (exit 1), each disagreement listed; not bad input (2)
+    for text, says in [("id,lower,upper,size,offset\na,0,2,4,0\nb,1,3,4,4\na,0,2,4,8\n",
+                         "buffer 'a': duplicate: line 4 places it again (first on line 2)"),
+                        ("id,lower,upper,size,offset\na,0,2,4,0\nb,1,4,4,4\n",
+                         "buffer 'b': mismatch: line 3: field 'upper': 4 in the plan but 3 in the problem"),
+                        ("id,begin,end,size,offset\na,0,1,4,0\nb,1,2,8,4\n", "field 'size': 8 in the plan but 4")]:  # end inclusive
+        (tmp_path / "plan.csv").write_text(text)
+        code, out, err = run(capsys, "validate", problem, plan)
+        assert code == 1 and says in out and "INVALID: 1 violation(s)" in out and err == "", (out, err)
     (tmp_path / "plan.json").write_text('{"format": "optplan-plan", "version": 1, "status": "FEASIBLE", "planner": "x", '
                                         '"placements": {"a": {"memory": "mem", "offset": 0}, "a": {"memory": "mem", "offset": 4}}}')
     assert "key 'a' appears twice" in one_error(capsys, "validate", problem, str(tmp_path / "plan.json"))
