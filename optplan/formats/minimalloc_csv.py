@@ -19,6 +19,7 @@ import csv
 import io
 import re
 from collections.abc import Iterator, Mapping
+from itertools import repeat
 from operator import attrgetter
 
 import numpy as np
@@ -156,7 +157,7 @@ def _plain_columns(text: str, columns: set[str]) -> tuple[list[str], list[str], 
         lines.pop()
     commas = len(header) - 1
     if (not lines or "\r" in body or max(map(len, lines)) > field_limit()
-            or any(line.count(",") != commas for line in lines)):
+            or set(map(str.count, lines, repeat(","))) != {commas}):
         return None
     cells = ",".join(lines).split(",")
     ids: list[str] = []
