@@ -217,3 +217,8 @@ def test_ids_and_memory_names_are_text_without_control_characters(tmp_path: Path
         with pytest.raises(OptplanError) as e:
             read_problem(tmp_path / "p.csv")
         assert "\n" not in str(e.value)
+
+
+def test_a_file_is_named_by_a_string_or_a_path() -> None:
+    with pytest.raises(FormatError, match="a file is named by a str or a path, got int 5"):
+        read_problem(5)  # type: ignore[arg-type]

@@ -230,3 +230,18 @@ def test_every_planners_plan_file_passes_its_claims(memories: tuple[Memory, ...]
             plan = registry.solve(problem, name, time_limit=10, objective=objective, seed=0, workers=1)
             doc = json.loads(json.dumps(plan_to_dict(plan)))
             assert plan.found and check_claims(problem, plan.placements, doc) == [], (name, objective, doc)
+
+
+@pytest.mark.parametrize("call, says", [
+    (lambda p: validate(p, None), "validate() takes a mapping of buffer id -> Placement, got NoneType None"),
+    (lambda p: validate(p, [Placement("mem", 0)]), "validate() takes a mapping of buffer id -> Placement, got list"),
+    (lambda p: validate(None, {}), "validate() takes a Problem, got NoneType None"),
+    (lambda p: validate(p, {"a": ("mem", 0)}), "validate(): buffer 'a': a placement must be a Placement(memory, offset), got tuple"),
+])
+def test_validate_names_a_wrong_type(call, says: str) -> None:  # type: ignore[no-untyped-def]
+    """Issue 30 (item 9): a raw TypeError or AttributeError before."""
+    from optplan import OptplanError
+
+    with pytest.raises(OptplanError) as e:
+        call(TWO)
+    assert str(e.value).startswith(says)

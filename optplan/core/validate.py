@@ -15,6 +15,7 @@ import numpy as np
 
 from optplan.core import jit, sweeps
 from optplan.core.buffer import INT64_MAX, Buffer
+from optplan.core.errors import OptplanError
 from optplan.core.objective import Objective
 from optplan.core.plan import Layout, Placement, Plan, Status, offsets, peaks
 from optplan.core.problem import Problem
@@ -36,6 +37,7 @@ def validate(problem: Problem, placements: Mapping[str, Placement], limit: int =
     """All violations of the plan (at most ``limit`` overlaps are listed); empty means valid.
     A ``Layout`` (read-only arrays) found valid for this problem is not checked again (auto hands
     its best heuristic's plan on: a million buffers, seconds)."""
+    _check_types(problem, placements)
     layout = placements if isinstance(placements, Layout) else None
     if layout is not None and layout.checked(problem):
         return []
@@ -83,6 +85,19 @@ def validate(problem: Problem, placements: Mapping[str, Placement], limit: int =
             out.append(Violation("relative", r.buffer, f"must be at {r.base!r} + {r.delta} = {pa.memory}:{pa.offset + r.delta}, placed at {pb.memory}:{pb.offset}"))
     out.extend(_overlaps(problem, placements, mems, limit))
     return out
+
+
+def _check_types(problem: object, placements: object) -> None:
+    """What validate reads is a Problem and a mapping of buffer ids to Placements (OptplanError, one
+    line: a wrong type is the caller's error, not a violation of the plan)."""
+    if not isinstance(problem, Problem):
+        raise OptplanError(f"validate() takes a Problem, got {type(problem).__name__} {problem!r:.60}")
+    if not isinstance(placements, Mapping):
+        raise OptplanError(f"validate() takes a mapping of buffer id -> Placement, got {type(placements).__name__} {placements!r:.60}")
+    if not isinstance(placements, Layout) and set(map(type, placements.values())) - {Placement}:
+        odd = next((k, v) for k, v in placements.items() if not isinstance(v, Placement))
+        raise OptplanError(f"validate(): buffer {odd[0]!r}: a placement must be a Placement(memory, offset), got "
+                           f"{type(odd[1]).__name__} {odd[1]!r:.60}")
 
 
 def _plain_valid(problem: Problem, placements: Mapping[str, Placement]) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from os import PathLike
 from pathlib import Path
 
 from optplan.core.errors import FormatError
@@ -16,6 +17,8 @@ EXTENSIONS = (".csv", ".json")
 
 
 def _ext(path: str | Path) -> str:
+    if not isinstance(path, (str, PathLike)):
+        raise FormatError(f"a file is named by a str or a path, got {type(path).__name__} {path!r:.60}")
     ext = Path(path).suffix.lower()
     if ext not in EXTENSIONS:
         raise FormatError(f"{path}: unknown extension {ext or '(none)'!r}; use .csv (MiniMalloc) or .json (optplan)")
