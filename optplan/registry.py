@@ -212,8 +212,8 @@ def make_deadline(options: dict[str, object]) -> Deadline:
             raise OptplanError(f"deadline must be an optplan.core.deadline.Deadline, got {type(given).__name__}")
         return given
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float))
-                              or not 0 <= limit < float("inf")):
-        raise OptplanError(f"time_limit must be a finite number of seconds >= 0, got {limit!r}")
+                              or not 0 < limit < float("inf")):
+        raise OptplanError(f"time_limit must be a finite number of seconds > 0, got {limit!r}")
     return Deadline(None if limit is None else float(limit), bool(det))
 
 
@@ -291,6 +291,8 @@ def get(name: str) -> Callable[..., Plan]:
     """The planner registered as ``name``, importing its family (``HOMES``, after the heuristics, so
     that planners and kernel groups register in one order; else the families in order until it is
     found). An unknown name raises OptplanError with the closest known one."""
+    if not isinstance(name, str):
+        raise OptplanError(f"a planner is named by a string (see optplan.registry.names()), got {type(name).__name__} {name!r:.60}")
     if name not in _REGISTRY and name in HOMES:
         _load(until=lambda: _loaded >= 1)  # the heuristics first, whichever family is asked for (as solvers/ does)
         importlib.import_module(HOMES[name])
@@ -354,8 +356,8 @@ def _whole(v: object, lo: int, hi: int) -> bool:
 # option -> (is the value fine, what it must be); None always is (the planner's default). Each is some
 # planner's option (tests/test_edges.py checks), so ``solve`` knows them before every planner is imported.
 _OPTIONS: dict[str, tuple[Callable[[object], bool], str]] = {
-    "time_limit": (lambda v: _real(v) and math.isfinite(v) and v >= 0,  # type: ignore[arg-type,operator]
-                   "a finite number of seconds >= 0"),
+    "time_limit": (lambda v: _real(v) and math.isfinite(v) and v > 0,  # type: ignore[arg-type,operator]
+                   "a finite number of seconds > 0"),  # as on the command line
     "seed": (lambda v: _whole(v, 0, MAX_SEED), f"an integer from 0 to {MAX_SEED} (2^31-1)"),
     "workers": (lambda v: _whole(v, 1, MAX_WORKERS), f"an integer from 1 to {MAX_WORKERS}"),
     "iterations": (lambda v: _whole(v, 1, 2**63 - 1), "a positive integer"),
@@ -363,6 +365,9 @@ _OPTIONS: dict[str, tuple[Callable[[object], bool], str]] = {
     "deterministic": (lambda v: isinstance(v, bool), "True or False"),
     "deadline": (lambda v: isinstance(v, Deadline), "an optplan.core.deadline.Deadline"),
     "progress": (callable, "a function taking a dict"),
+    "warm_start": (lambda v: isinstance(v, bool), "True or False"),
+    "goal": (lambda v: isinstance(v, dict) and all(isinstance(m, str) and _whole(b, 0, 2**63 - 1) for m, b in v.items()),
+             "a dict of memory name -> bytes"),
 }
 
 

@@ -105,13 +105,17 @@ TINY = Problem((Buffer("a", 4, 0, 2), Buffer("b", 4, 1, 3)))
     ({"objective": "min_peak"}, "option objective='min_peak': must be one of 'min-peak', 'fast-first', 'weighted', 'feasible'"),
     ({"workers": 1.5}, "option workers=1.5: must be an integer from 1 to 1024"),
     ({"workers": 0}, "must be an integer from 1 to 1024"),
-    ({"time_limit": "5"}, "option time_limit='5': must be a finite number of seconds >= 0"),
+    ({"time_limit": "5"}, "option time_limit='5': must be a finite number of seconds > 0"),
+    ({"time_limit": 0}, "option time_limit=0: must be a finite number of seconds > 0"),
     ({"time_limit": math.nan}, "must be a finite number"),
     ({"time_limit": -1}, "must be a finite number"),
     ({"seed": -1}, "option seed=-1: must be an integer from 0 to 2147483647"),
     ({"seed": 2**70}, "must be an integer from 0 to 2147483647"),
     ({"seed": True}, "must be an integer"),
     ({"deterministic": "yes"}, "must be True or False"),
+    ({"warm_start": "no"}, "option warm_start='no': must be True or False"),
+    ({"goal": 5}, "option goal=5: must be a dict of memory name -> bytes"),
+    ({"goal": {"mem": -1}}, "must be a dict of memory name -> bytes"),
 ])
 @pytest.mark.parametrize("name", ["auto", "greedy-size"])
 def test_solve_rejects_typos_and_bad_values(options: dict, says: str, name: str) -> None:
@@ -128,6 +132,13 @@ def test_an_option_of_another_planner_is_fine_and_a_path_is_not_a_problem(tmp_pa
     with pytest.raises(OptplanError, match="unknown planner 'cpstat'; did you mean 'cpsat'"):
         solve(TINY, "cpstat")
     assert registry.option_error("seed", 2**31 - 1) is None
+
+
+@pytest.mark.parametrize("planner", [None, 5, ["auto"], b"auto"])
+def test_a_planner_is_named_by_a_string(planner: object) -> None:
+    with pytest.raises(OptplanError, match="a planner is named by a string") as e:
+        solve(TINY, planner)  # type: ignore[arg-type]
+    assert "\n" not in str(e.value)
 
 
 def test_every_checked_option_is_some_planners() -> None:
@@ -191,12 +202,15 @@ def test_validate_capacity_and_plan_rows_that_disagree(tmp_path: Path, capsys: p
     assert code == 0 and "VALID" in out
     code, out, _ = run(capsys, "validate", problem, plan, "--capacity", "7")
     assert code == 1 and "exceeds capacity 7" in out and "INVALID: 1 violation(s)" in out
-    (tmp_path / "plan.csv").write_text("id,lower,upper,size,offset\na,0,2,4,0\nb,1,3,4,4\na,0,2,4,8\n")
-    assert "line 4 (buffer 'a'): field 'id': duplicate id" in one_error(capsys, "validate", problem, plan)
-    (tmp_path / "plan.csv").write_text("id,lower,upper,size,offset\na,0,2,4,0\nb,1,4,4,4\n")
-    assert "line 3 (buffer 'b'): field 'upper': 4 in the plan but 3 in the problem" in one_error(capsys, "validate", problem, plan)
-    (tmp_path / "plan.csv").write_text("id,begin,end,size,offset\na,0,1,4,0\nb,1,2,8,4\n")  # end inclusive
-    assert "field 'size': 8 in the plan but 4" in one_error(capsys, "validate", problem, plan)
+    # a plan that does not fit the problem is invalid (exit 1), each disagreement listed; not bad input (2)
+    for text, says in [("id,lower,upper,size,offset\na,0,2,4,0\nb,1,3,4,4\na,0,2,4,8\n",
+                         "buffer 'a': duplicate: line 4 places it again (first on line 2)"),
+                        ("id,lower,upper,size,offset\na,0,2,4,0\nb,1,4,4,4\n",
+                         "buffer 'b': mismatch: line 3: field 'upper': 4 in the plan but 3 in the problem"),
+                        ("id,begin,end,size,offset\na,0,1,4,0\nb,1,2,8,4\n", "field 'size': 8 in the plan but 4")]:  # end inclusive
+        (tmp_path / "plan.csv").write_text(text)
+        code, out, err = run(capsys, "validate", problem, plan)
+        assert code == 1 and says in out and "INVALID: 1 violation(s)" in out and err == "", (out, err)
     (tmp_path / "plan.json").write_text('{"format": "optplan-plan", "version": 1, "status": "FEASIBLE", "planner": "x", '
                                         '"placements": {"a": {"memory": "mem", "offset": 0}, "a": {"memory": "mem", "offset": 4}}}')
     assert "key 'a' appears twice" in one_error(capsys, "validate", problem, str(tmp_path / "plan.json"))

@@ -190,7 +190,8 @@ def test_plan_csv_carries_gaps_and_reads_back() -> None:
     text = plan_to_csv(p, plan)
     assert text.splitlines()[0] == "id,lower,upper,size,gaps,offset"
     from optplan.formats.minimalloc_csv import placements_from_csv
-    assert validate(p, placements_from_csv(text, "mem")) == []
+    placements, disagreements = placements_from_csv(text, "mem", problem=p)
+    assert disagreements == [] and validate(p, placements) == []
 
 
 # -- bounds and peaks ---------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -162,3 +163,58 @@ def test_check_output_names_the_path(tmp_path: Path) -> None:
                                           r"but the problem has relative placements; use \.json"):
         output.check_output(tmp_path / "x.csv", "problem", 1, relative=True)
     output.check_output(tmp_path / "x.CSV", "plan")  # extensions are case-insensitive, as when reading
+
+
+# -- issue 30: outputs are regular files, and a destination that cannot take one is refused before the work --
+
+def _special(files: Path, kind: str) -> Path:
+    """A path whose write would replace something that is not a regular file (in ``files``)."""
+    if kind == "fifo":
+        os.mkfifo(files / "fifo.json")
+        return files / "fifo.json"
+    if kind == "char-device":  # /dev/null's numbers, made here (root only): a failure replaces this copy, not /dev/null
+        os.mknod(files / "null.json", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        return files / "null.json"
+    if kind == "loop":
+        (files / "a.json").symlink_to(files / "b.json")
+        (files / "b.json").symlink_to(files / "a.json")
+        return files / "a.json"
+    (files / "adir").mkdir()
+    target = {"link-to-fifo": _special(files, "fifo"), "link-to-dir": files / "adir"}[kind]
+    (files / "link.json").symlink_to(target)
+    return files / "link.json"
+
+
+SPECIAL = ["fifo", "link-to-fifo", "link-to-dir", "loop"] + (["char-device"] if os.geteuid() == 0 else [])
+
+
+@pytest.mark.parametrize("kind", SPECIAL)
+def test_an_output_that_is_not_a_regular_file_is_refused_before_the_work(files: Path, no_work: None, capsys: pytest.CaptureFixture,
+                                                                       kind: str) -> None:
+    out = _special(files, kind)
+    before = {p.name: os.lstat(p) for p in files.iterdir()}
+    code = main(["solve", str(files / "one.csv"), "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert ("symlink loop" if kind == "loop" else "an output must be a regular file") in err
+    assert {p.name: os.lstat(p) for p in files.iterdir()} == before  # untouched, no temporary left
+    with pytest.raises(FormatError):  # the writer refuses too (the library's write_plan, write_problem)
+        output.write_text(out, "x")
+    assert {p.name: os.lstat(p) for p in files.iterdir()} == before
+
+
+def _unwritable(tmp_path: Path) -> Path:
+    """A directory this process cannot create a file in: /sys refuses root too (os.access says yes)."""
+    if os.geteuid() == 0:
+        return Path("/sys")
+    (tmp_path / "ro").mkdir(mode=0o500)
+    return tmp_path / "ro"
+
+
+def test_an_unwritable_destination_is_found_before_the_work(files: Path, no_work: None, capsys: pytest.CaptureFixture) -> None:
+    where = _unwritable(files)
+    before = sorted(where.iterdir())
+    code = main(["solve", str(files / "one.csv"), "-o", str(where / "plan.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and "plan.json: cannot write: " in err and len(err.strip().splitlines()) == 1, err
+    assert sorted(where.iterdir()) == before

@@ -375,3 +375,20 @@ def test_no_parts_stage_when_splitting_would_outlast_the_limit(monkeypatch) -> N
     monkeypatch.setattr(portfolio, "run_heuristics", lambda *a, **k: ([], {}))
     plan = solve(p, "auto", time_limit=30)
     assert plan.status == Status.UNKNOWN and plan.seconds < 10 and "parts_not_run" in plan.stats
+
+
+def test_the_race_names_its_bound_in_bytes_not_as_a_dict() -> None:
+    """Issue 30: the message said "search: a plan at the proven bound {'mem': 104499200}"."""
+    problem = Problem((Buffer("a", 104499200, 0, 2),))
+    plan = solve(problem, "greedy-size")  # OPTIMAL at its bound
+
+    class Answered:  # the search member, done
+        error = None
+
+        def result(self) -> object:
+            return plan
+
+    race = portfolio._SearchRace(problem, plan.objective, Answered(), Deadline(None), Deadline(None), floor=True)  # type: ignore[arg-type]
+    result = race.settle(None)
+    assert result.message == "search: a plan at the proven bound (mem 99.66 MiB)"
+    assert result.stats["search_race"].endswith(" at mem 99.66 MiB")

@@ -107,3 +107,43 @@ def test_distinct_is_numpys_unique():
         x = rng.integers(-3, 40, n)
         got, want = distinct(x), np.unique(x)
         assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+# -- issue 30: every wrong type is one ProblemError line, never a raw TypeError or a string read letter by letter --
+
+A = Buffer("a", 4, 0, 2)
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: make(Buffer("a", 4, 0, 2, blocked="sram")),  # type: ignore[arg-type]
+     "buffer 'a': field 'blocked': must be a collection of memory names, got str 'sram' (one memory: ('sram',))"),
+    (lambda: make(Buffer("a", 4, 0, 2, allowed="dram")),  # type: ignore[arg-type]
+     "buffer 'a': field 'allowed': must be a collection of memory names, got str 'dram' (one memory: ('dram',))"),
+    (lambda: make(Buffer("a", 4, 0, 2, allowed=5)),  # type: ignore[arg-type]
+     "buffer 'a': field 'allowed': must be a collection of memory names, got int 5"),
+    (lambda: make(Buffer("a", 4, 0, 2, blocked=None)),  # type: ignore[arg-type]
+     "buffer 'a': field 'blocked': must be a collection of memory names, got NoneType None"),
+    (lambda: make(Buffer("a", 4, 0, 2, hint_memory=["sram"])),  # type: ignore[arg-type]
+     "buffer 'a': field 'hint_memory': unknown memory ['sram']"),
+    (lambda: make(Buffer("a", 4, 0, 2, benefit="3")),  # type: ignore[arg-type]
+     "buffer 'a': field 'benefit': must be a non-negative integer, got '3'"),
+    (lambda: Problem(None), "problem: field 'buffers': must be a sequence of Buffer, got NoneType None"),  # type: ignore[arg-type]
+    (lambda: Problem("ab"), "problem: field 'buffers': must be a sequence of Buffer, got str 'ab'"),  # type: ignore[arg-type]
+    (lambda: Problem([A, 1]), "problem: field 'buffers': must hold Buffer objects, got int 1"),  # type: ignore[list-item]
+    (lambda: Problem((A,), "sram"), "problem: field 'memories': must be a sequence of Memory, got str 'sram'"),  # type: ignore[arg-type]
+    (lambda: Problem((A,), [SRAM, "dram"]), "problem: field 'memories': must hold Memory objects, got str 'dram'"),  # type: ignore[list-item]
+    (lambda: Problem((A,), relative=[1]), "problem: field 'relative': must hold RelativePlacement objects, got int 1"),  # type: ignore[list-item]
+    (lambda: Problem((A,), metadata=5), "problem: field 'metadata': must be a mapping, got int 5"),  # type: ignore[arg-type]
+    (lambda: Problem((A,)).with_memories("mem"), "problem: field 'memories': must be a sequence of Memory, got str 'mem'"),  # type: ignore[arg-type]
+    (lambda: Problem((A,)).with_memories(None), "problem: field 'memories': must be a sequence of Memory, got NoneType None"),  # type: ignore[arg-type]
+])
+def test_wrong_types_are_one_problem_error(build, message: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ProblemError) as e:
+        build()
+    assert str(e.value) == message
+
+
+def test_any_collection_of_memory_names_is_one() -> None:
+    p = make(Buffer("a", 4, 0, 2, allowed=["dram"]), Buffer("b", 4, 0, 2, blocked={"sram"}))  # type: ignore[arg-type]
+    assert [p.candidate_memories(b) for b in p.buffers] == [("dram",), ("dram",)]
+    assert Problem(iter([A])).buffers == (A,)  # a generator of buffers is read once

@@ -22,8 +22,8 @@ from optplan.heuristics.arrays import Arrays
 
 @pytest.mark.parametrize("text", [
     "id,lower,upper,size\n1,0,2,41473\nb,1,3,7\n",
-    "buffer,begin,end,size,alignment\r\n1, 0,2,64,8\r\nx,1,3,7,1\r\n",
-    "id,start,upper,size\n1,0,2,+5\n2,3,4,0",
+    "buffer,begin,end,size,alignment\r\n1,0,2,64,8\r\n x ,1,3,7,1\r\n",
+    "id,start,upper,size\n1,-0,2,005\n2,3,4,0",
 ])
 def test_plain_csv_read_in_bulk_as_the_general_reader(text: str, monkeypatch) -> None:
     assert minimalloc_csv._plain_problem(text, "<csv>") is not None
@@ -37,7 +37,9 @@ def test_plain_csv_read_in_bulk_as_the_general_reader(text: str, monkeypatch) ->
 
 
 @pytest.mark.parametrize("text", ["id,lower,upper,size\n1,0,2\n", "id,lower,upper,size\n1,0,2,x\n",
-                                  'id,lower,upper,size\n"1",0,2,3\n', "id,lower,upper,size,hint\n1,0,2,3,\n"])
+                                  'id,lower,upper,size\n"1",0,2,3\n', "id,lower,upper,size,hint\n1,0,2,3,\n",
+                                  "id,lower,upper,size\n1, 0,2,3\n", "id,lower,upper,size\n1,0,2,+5\n",  # (refused there)
+                                  "id,lower,upper,size\n1,0,2,1_0\n", f"id,lower,upper,size\n{'x' * 131_073},0,2,3\n"])
 def test_other_csv_goes_to_the_general_reader(text: str) -> None:
     assert minimalloc_csv._plain_problem(text, "<csv>") is None
 

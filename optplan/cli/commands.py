@@ -93,12 +93,10 @@ def _progress_printer():  # type: ignore[no-untyped-def]  # (SolveProgress, its 
 def validate(args: argparse.Namespace) -> int:
     from optplan.core.bounds import lower_bounds
     from optplan.core.plan import peaks
-    from optplan.core.validate import validate as check
-    from optplan.formats import read_placements
+    from optplan.formats import validate_plan_file
 
     problem = load(args)  # --capacity: check a plan for MiniMalloc's fixed-capacity problems
-    placements = read_placements(args.plan, problem)
-    violations = check(problem, placements)
+    placements, violations = validate_plan_file(args.plan, problem)  # and what the plan claims
     if args.json:
         say(json.dumps({"valid": not violations, "violations": [str(v) for v in violations],
                         "peak": peaks(problem, placements) if not violations else None}))

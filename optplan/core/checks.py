@@ -4,15 +4,62 @@ field, so planners can trust what they are given."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
-from optplan.core.buffer import INT64_MAX, Buffer, Gap, Memory
+from optplan.core.buffer import INT64_MAX, Buffer, Gap, Memory, RelativePlacement
 from optplan.core.errors import ProblemError
+
+# what a name may not hold: control characters (Unicode category Cc) and lone surrogates (not
+# Unicode text: no UTF-8 file can hold one, so a plan naming one could not be written as CSV)
+_NOT_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def is_int(x: object) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
+
+
+def text_error(name: str) -> str | None:
+    """What makes ``name`` unfit for an id or a memory name (see ``_NOT_TEXT``), or None."""
+    m = _NOT_TEXT.search(name)
+    if m is None:
+        return None
+    c = m.group()
+    what = "a lone surrogate (not valid Unicode text)" if "\ud800" <= c <= "\udfff" else "a control character"
+    return f"contains {what}, U+{ord(c):04X}"
+
+
+def check_ids(ids: list[str]) -> None:
+    """Buffer ids (strings by now) are text without control characters: one search over them all
+    joined (a million in milliseconds), a look at each only to name the culprit."""
+    if _NOT_TEXT.search("".join(ids)) is None:
+        return
+    bad = next(i for i in ids if text_error(i))
+    raise ProblemError(f"buffer {bad!r}: field 'id': {text_error(bad)}")
+
+
+def items_of(field: str, value: object, kind: type) -> tuple[Any, ...]:
+    """``value`` as a tuple, once it is a collection of ``kind`` objects (a string is not a
+    collection of memories, nor is None), so that no later check meets an object it cannot read."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise ProblemError(f"problem: field {field!r}: must be a sequence of {kind.__name__}, got {type(value).__name__} "
+                           f"{value!r:.60}")
+    items = tuple(value)
+    if set(map(type, items)) - {kind}:
+        culprit = next(x for x in items if not isinstance(x, kind))
+        raise ProblemError(f"problem: field {field!r}: must hold {kind.__name__} objects, got {type(culprit).__name__} "
+                           f"{culprit!r:.60}")
+    return items
+
+
+def check_parts(buffers: object, memories: object, relative: object, metadata: object) -> tuple[tuple[Any, ...], ...]:
+    """A Problem's collections as tuples (``items_of``); its metadata a mapping."""
+    if not isinstance(metadata, Mapping):
+        raise ProblemError(f"problem: field 'metadata': must be a mapping, got {type(metadata).__name__} {metadata!r:.60}")
+    return (items_of("buffers", buffers, Buffer), items_of("memories", memories, Memory),
+            items_of("relative", relative, RelativePlacement))
 
 
 def check_range(where: str, values: Iterable[tuple[str, object]]) -> None:
@@ -44,6 +91,8 @@ def check_memories(memories: tuple[Memory, ...]) -> None:
         where = f"memory {m.name!r}"
         if not isinstance(m.name, str) or not m.name:
             raise ProblemError(f"{where}: field 'name': must be a non-empty string")
+        if text_error(m.name):
+            raise ProblemError(f"{where}: field 'name': {text_error(m.name)}")
         if m.name in seen:
             raise ProblemError(f"{where}: field 'name': duplicate memory name")
         seen.add(m.name)
@@ -65,7 +114,8 @@ def is_plain(b: Buffer) -> bool:
             and type(b.id) is str and b.id != "" and 0 <= b.size <= INT64_MAX and b.start < b.end
             and -INT64_MAX <= b.start and b.end <= INT64_MAX and b.end - b.start <= INT64_MAX and 1 <= b.alignment <= INT64_MAX
             and b.gaps == () and b.allowed is None and b.blocked == () and b.fixed_memory is None
-            and b.fixed_offset is None and b.hint_memory is None and b.hint_offset is None)
+            and b.fixed_offset is None and b.hint_memory is None and b.hint_offset is None
+            and (b.benefit is None or (type(b.benefit) is int and b.benefit >= 0)))
 
 
 def check_buffer(b: Buffer, mems: Mapping[str, Memory]) -> None:
@@ -94,14 +144,7 @@ def check_buffer(b: Buffer, mems: Mapping[str, Memory]) -> None:
         raise ProblemError(f"{where}: field 'benefit': must be a non-negative integer, got {b.benefit!r}")
     if b.gaps != ():
         _check_gaps(b, where)
-    for name in ("allowed", "blocked"):
-        for m in getattr(b, name) or ():
-            if m not in mems:
-                raise ProblemError(f"{where}: field '{name}': unknown memory {m!r}")
-    for name in ("fixed_memory", "hint_memory"):
-        m = getattr(b, name)
-        if m is not None and m not in mems:
-            raise ProblemError(f"{where}: field '{name}': unknown memory {m!r}")
+    _check_memory_names(b, where, mems)
     if b.hint_offset is not None and (not is_int(b.hint_offset) or b.hint_offset < 0):
         raise ProblemError(f"{where}: field 'hint_offset': must be a non-negative integer, got {b.hint_offset!r}")
     allowed = set(b.allowed) if b.allowed is not None else set(mems)
@@ -123,6 +166,26 @@ def check_buffer(b: Buffer, mems: Mapping[str, Memory]) -> None:
                 raise ProblemError(f"{where}: field 'fixed_offset': {b.fixed_offset} is not a multiple of the alignment {align} in memory {m!r}")
             if mem.capacity is not None and b.fixed_offset + b.size > mem.capacity:
                 raise ProblemError(f"{where}: field 'fixed_offset': [{b.fixed_offset}, {b.fixed_offset + b.size}) exceeds the capacity {mem.capacity} of memory {m!r}")
+
+
+def _check_memory_names(b: Buffer, where: str, mems: Mapping[str, Memory]) -> None:
+    """``allowed`` and ``blocked`` are collections of memory names (a single name is not one: it
+    would be read letter by letter), ``fixed_memory`` and ``hint_memory`` a name or None."""
+    for name in ("allowed", "blocked"):
+        names = getattr(b, name)
+        if names is None and name == "allowed":
+            continue
+        if isinstance(names, (str, bytes, Mapping)) or not isinstance(names, Iterable):
+            hint = f" (one memory: ({names!r},))" if isinstance(names, str) else ""
+            raise ProblemError(f"{where}: field '{name}': must be a collection of memory names, got "
+                               f"{type(names).__name__} {names!r:.60}{hint}")
+        for m in names:
+            if not isinstance(m, str) or m not in mems:
+                raise ProblemError(f"{where}: field '{name}': unknown memory {m!r}")
+    for name in ("fixed_memory", "hint_memory"):
+        m = getattr(b, name)
+        if m is not None and (not isinstance(m, str) or m not in mems):
+            raise ProblemError(f"{where}: field '{name}': unknown memory {m!r}")
 
 
 def _check_clock(b: Buffer, where: str) -> None:

@@ -12,7 +12,17 @@ from functools import cached_property
 import numpy as np
 
 from optplan.core.buffer import Buffer, Memory, RelativePlacement
-from optplan.core.checks import check_buffer, check_live_load, check_memories, is_plain, one_stream, stream_count
+from optplan.core.checks import (
+    check_buffer,
+    check_ids,
+    check_live_load,
+    check_memories,
+    check_parts,
+    is_plain,
+    items_of,
+    one_stream,
+    stream_count,
+)
 from optplan.core.columns import Columns, fast_instance, gc_paused
 from optplan.core.errors import ProblemError
 from optplan.core.units import Unit, build_units, plain_units
@@ -37,9 +47,10 @@ class Problem:
     streams: int = field(init=False, default=1)  # 1: scalar lifetimes; k: vector clocks of k streams
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "buffers", tuple(one_stream(b) for b in self.buffers))
-        object.__setattr__(self, "memories", tuple(self.memories))
-        object.__setattr__(self, "relative", tuple(self.relative))
+        buffers, memories, relative = check_parts(self.buffers, self.memories, self.relative, self.metadata)
+        object.__setattr__(self, "buffers", tuple(one_stream(b) for b in buffers))
+        object.__setattr__(self, "memories", memories)
+        object.__setattr__(self, "relative", relative)
         check_memories(self.memories)
         mems = {m.name: m for m in self.memories}
         by_id: dict[str, Buffer] = {}
@@ -49,6 +60,7 @@ class Problem:
             if b.id in by_id:
                 raise ProblemError(f"buffer {b.id!r}: field 'id': duplicate id")
             by_id[b.id] = b
+        check_ids(list(by_id))
         object.__setattr__(self, "_by_id", by_id)
         object.__setattr__(self, "_mems", mems)
         object.__setattr__(self, "streams", stream_count(self.buffers))
@@ -65,6 +77,7 @@ class Problem:
         array checks do not pass (an empty lifetime, a duplicate id, sums near 2^63) goes
         through the general constructor, whose error names the buffer and field."""
         n = len(ids)
+        check_ids(ids)
         align = np.ones(n, np.int64) if alignment is None else alignment
         metadata = dict(metadata or {})
         # sums in floats: an int64 sum could wrap; below 2^62 the general checks all pass
@@ -174,11 +187,11 @@ class Problem:
     def with_memories(self, memories: Iterable[Memory]) -> Problem:
         """The same buffers in another hierarchy (fastest first): e.g. a CSV problem, which
         carries one memory, given an SRAM in front of a DRAM."""
-        return Problem(self.buffers, tuple(memories), self.relative, dict(self.metadata))
+        return Problem(self.buffers, items_of("memories", memories, Memory), self.relative, dict(self.metadata))
 
     def with_buffers(self, buffers: Iterable[Buffer]) -> Problem:
         """The same memories with another set of buffers (relative placements among them kept)."""
-        buffers = tuple(buffers)
+        buffers = items_of("buffers", buffers, Buffer)
         ids = {b.id for b in buffers}
         rel = tuple(r for r in self.relative if r.buffer in ids and r.base in ids)
         return Problem(buffers, self.memories, rel, dict(self.metadata))

@@ -15,24 +15,29 @@ import numpy as np
 
 from optplan.core import jit, sweeps
 from optplan.core.buffer import INT64_MAX, Buffer
-from optplan.core.plan import Layout, Placement, offsets
+from optplan.core.errors import OptplanError
+from optplan.core.objective import Objective
+from optplan.core.plan import Layout, Placement, Plan, Status, offsets, peaks
 from optplan.core.problem import Problem
 
 
 @dataclass(frozen=True)
 class Violation:
-    kind: str  # missing, unknown, memory, allowed, capacity, alignment, fixed, relative, overlap
-    buffer: str
+    # missing, unknown, memory, allowed, capacity, alignment, fixed, relative, overlap; read from a
+    # plan file: mismatch (a row that is not its buffer's), duplicate; claim (what the file states)
+    kind: str
+    buffer: str | None  # None: the plan as a whole (a claim)
     message: str
 
     def __str__(self) -> str:
-        return f"buffer {self.buffer!r}: {self.kind}: {self.message}"
+        return f"{self.kind}: {self.message}" if self.buffer is None else f"buffer {self.buffer!r}: {self.kind}: {self.message}"
 
 
 def validate(problem: Problem, placements: Mapping[str, Placement], limit: int = 100) -> list[Violation]:
     """All violations of the plan (at most ``limit`` overlaps are listed); empty means valid.
     A ``Layout`` (read-only arrays) found valid for this problem is not checked again (auto hands
     its best heuristic's plan on: a million buffers, seconds)."""
+    _check_types(problem, placements)
     layout = placements if isinstance(placements, Layout) else None
     if layout is not None and layout.checked(problem):
         return []
@@ -80,6 +85,19 @@ def validate(problem: Problem, placements: Mapping[str, Placement], limit: int =
             out.append(Violation("relative", r.buffer, f"must be at {r.base!r} + {r.delta} = {pa.memory}:{pa.offset + r.delta}, placed at {pb.memory}:{pb.offset}"))
     out.extend(_overlaps(problem, placements, mems, limit))
     return out
+
+
+def _check_types(problem: object, placements: object) -> None:
+    """What validate reads is a Problem and a mapping of buffer ids to Placements (OptplanError, one
+    line: a wrong type is the caller's error, not a violation of the plan)."""
+    if not isinstance(problem, Problem):
+        raise OptplanError(f"validate() takes a Problem, got {type(problem).__name__} {problem!r:.60}")
+    if not isinstance(placements, Mapping):
+        raise OptplanError(f"validate() takes a mapping of buffer id -> Placement, got {type(placements).__name__} {placements!r:.60}")
+    if not isinstance(placements, Layout) and set(map(type, placements.values())) - {Placement}:
+        odd = next((k, v) for k, v in placements.items() if not isinstance(v, Placement))
+        raise OptplanError(f"validate(): buffer {odd[0]!r}: a placement must be a Placement(memory, offset), got "
+                           f"{type(odd[1]).__name__} {odd[1]!r:.60}")
 
 
 def _plain_valid(problem: Problem, placements: Mapping[str, Placement]) -> bool:
@@ -214,3 +232,83 @@ def _concurrent_overlaps(problem: Problem, placements: Mapping[str, Placement], 
 def _before(p: tuple[Any, Any, int, int], q: tuple[Any, Any, int, int]) -> bool:
     """Span ``p`` happens before span ``q``: it ends, in every stream, by the time ``q`` starts."""
     return all(x <= y for x, y in zip(p[1], q[0]))
+
+
+def check_claims(problem: Problem, placements: Mapping[str, Placement], claims: Mapping[str, Any]) -> list[Violation]:
+    """What a plan file states about its placements (already valid) that they refute, as
+    violations of kind ``claim``; ``claims`` are the plan file's fields (``peak``, ``lower_bound``,
+    ``status``, ``objective``, ``objective_value``, ``objective_bound``, ``gap``, ...), and only
+    those stated are checked (a hand-written plan may state none). The stated peaks must be the
+    placements'; a bound can be no higher than what the plan reaches; OPTIMAL needs its bounds
+    reached and gap 0; the gap must follow from the peaks, value and bounds as ``Plan.gap`` has it.
+    A stated bound is a proof this cannot redo: a weak one passes."""
+    real = peaks(problem, placements)
+    objective = Objective.parse(claims.get("objective"), problem)
+    value = objective.value(problem, placements)
+    out: list[str] = []
+    out += [f"field 'peak': {m!r} is stated as {_bytes(v)}, but the placements reach {_bytes(real[m])}"
+            for m, v in _stated(claims, "peak", real, out) if v != real[m]]
+    out += [f"field 'lower_bound': {m!r} is stated as {_bytes(v)}, above the {_bytes(real[m])} the placements reach"
+            for m, v in _stated(claims, "lower_bound", real, out) if v > real[m]]
+    stated_value, bound = claims.get("objective_value"), claims.get("objective_bound")
+    if stated_value is not None and stated_value != value:
+        out.append(f"field 'objective_value': {stated_value} is stated, but the placements' {objective} value is {value}")
+    if bound is not None and bound > value:
+        out.append(f"field 'objective_bound': {bound} is above the placements' {objective} value {value}")
+    out += _status_claims(problem, claims, real, value)
+    out += _gap_claims(problem, placements, claims, real, objective, value)
+    return [Violation("claim", None, m) for m in out]
+
+
+def _bytes(n: object) -> str:
+    return f"{n:,} bytes" if isinstance(n, int) else repr(n)
+
+
+def _stated(claims: Mapping[str, Any], field: str, real: dict[str, int], out: list[str]) -> list[tuple[str, Any]]:
+    """The (memory, value) pairs of a per-memory claim about the problem's memories; a memory the
+    problem lacks is reported in ``out``."""
+    stated = claims.get(field) or {}
+    out += [f"field {field!r}: memory {m!r} is not in the problem" for m in stated if m not in real]
+    return [(m, v) for m, v in stated.items() if m in real]
+
+
+def _status_claims(problem: Problem, claims: Mapping[str, Any], real: dict[str, int], value: int) -> list[str]:
+    """A valid plan is no proof of infeasibility nor a missing plan; OPTIMAL needs its bounds reached."""
+    status = claims.get("status")
+    if status in (Status.INFEASIBLE.value, Status.UNKNOWN.value):
+        return [f"field 'status': {status}, but the placements are a valid plan"]
+    if status != Status.OPTIMAL.value:
+        return []
+    out = []
+    gap, bound = claims.get("gap", 0.0), claims.get("objective_bound")
+    if gap != 0:
+        out.append(f"field 'status': OPTIMAL, but the stated gap is {gap!r}, not 0")
+    if bound is not None and bound != value:
+        out.append(f"field 'status': OPTIMAL, but the objective bound {bound} is below the value {value}")
+    if len(problem.memories) == 1:  # (with several, a lexicographic optimum need not reach each memory's own bound)
+        out += [f"field 'status': OPTIMAL, but the lower bound of {m!r} ({_bytes(v)}) is below its peak ({_bytes(real[m])})"
+                for m, v in _stated(claims, "lower_bound", real, []) if v < real[m]]
+    return out
+
+
+def _gap_claims(problem: Problem, placements: Mapping[str, Placement], claims: Mapping[str, Any], real: dict[str, int],
+                objective: Objective, value: int) -> list[str]:
+    """The stated gap (and ``gap_of``, ``objective_components``) against those ``Plan`` computes from
+    the placements' peaks and value and the stated bounds (JSON keeps floats exactly; 1e-9 for rounding)."""
+    lower, bound = claims.get("lower_bound"), claims.get("objective_bound")
+    if "gap" not in claims or (lower is None and bound is None) or (bound is None and len(problem.memories) > 1):
+        return []  # nothing to compute it from (several memories: the gap is the objective's, from its bound)
+    components = () if bound is None else objective.components(problem, value, bound)
+    plan = Plan(placements, Status(claims.get("status", Status.FEASIBLE.value)), "", real,
+                {**{m: 0 for m in real}, **(lower or {})}, objective=objective, objective_value=value,
+                objective_bound=bound, components=components)
+    gap, want = claims["gap"], plan.gap
+    out = []
+    if (gap is None) != (want is None) or (want is not None and not math.isclose(gap, want, rel_tol=1e-9, abs_tol=1e-12)):
+        out.append(f"field 'gap': {gap!r} is stated, but the peaks and bounds give {want!r}")
+    if "gap_of" in claims and claims["gap_of"] != plan.gap_of:
+        out.append(f"field 'gap_of': {claims['gap_of']!r} is stated, but the objective's components give {plan.gap_of!r}")
+    if components and "objective_components" in claims and claims["objective_components"] != [list(c) for c in components]:
+        out.append(f"field 'objective_components': {claims['objective_components']!r} is stated, but the placements give "
+                   f"{[list(c) for c in components]!r}")
+    return out

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from os import PathLike
 from pathlib import Path
 
 from optplan.core.errors import FormatError
 from optplan.core.plan import Placement, Plan
 from optplan.core.problem import Problem
+from optplan.core.validate import Violation, check_claims, validate
 from optplan.formats import minimalloc_csv, native_json
 from optplan.formats.output import check_output, write_text
 
@@ -14,6 +17,8 @@ EXTENSIONS = (".csv", ".json")
 
 
 def _ext(path: str | Path) -> str:
+    if not isinstance(path, (str, PathLike)):
+        raise FormatError(f"a file is named by a str or a path, got {type(path).__name__} {path!r:.60}")
     ext = Path(path).suffix.lower()
     if ext not in EXTENSIONS:
         raise FormatError(f"{path}: unknown extension {ext or '(none)'!r}; use .csv (MiniMalloc) or .json (optplan)")
@@ -45,21 +50,42 @@ def write_problem(problem: Problem, path: str | Path) -> None:
     write_text(path, text)
 
 
-def read_placements(path: str | Path, problem: Problem) -> dict[str, Placement]:
+def read_placements(path: str | Path, problem: Problem) -> Mapping[str, Placement]:
     """A plan file's placements (CSV plans are in the problem's only memory)."""
     return read_plan_file(path, problem)[0]
 
 
-def read_plan_file(path: str | Path, problem: Problem) -> tuple[dict[str, Placement], dict | None]:
+def read_plan_file(path: str | Path, problem: Problem) -> tuple[Mapping[str, Placement], dict | None]:
     """A plan file's placements, and what a JSON plan records about itself (status, planner, peak,
-    gap, ...; None for a CSV plan, which records only placements)."""
+    gap, ...; None for a CSV plan, which records only placements). A CSV plan for another problem
+    (a row that disagrees with the problem's buffer, a buffer placed twice) is a FormatError."""
+    placements, fields, violations = _read_plan(path, problem)
+    if violations:
+        raise FormatError(f"{path}: {violations[0]}")
+    return placements, fields
+
+
+def validate_plan_file(path: str | Path, problem: Problem) -> tuple[Mapping[str, Placement], list[Violation]]:
+    """A plan file's placements and everything wrong with them for ``problem``: the rows of a CSV
+    plan that disagree with the problem, the validator's violations, and (once those are none)
+    what a JSON plan claims that its placements refute (``check_claims``). FormatError only for a
+    file that cannot be read as a plan."""
+    placements, fields, violations = _read_plan(path, problem)
+    violations += validate(problem, placements)
+    if not violations and fields is not None:
+        violations = check_claims(problem, placements, fields)
+    return placements, violations
+
+
+def _read_plan(path: str | Path, problem: Problem) -> tuple[Mapping[str, Placement], dict | None, list[Violation]]:
     ext, text = _ext(path), _read(path)
     if ext == ".csv":
         if len(problem.memories) != 1:
             raise FormatError(f"{path}: a CSV plan holds one memory but the problem has {len(problem.memories)}")
-        return minimalloc_csv.placements_from_csv(text, problem.memories[0].name, str(path), problem), None
+        placements, violations = minimalloc_csv.placements_from_csv(text, problem.memories[0].name, str(path), problem)
+        return placements, None, violations
     doc = native_json.plan_document(text, str(path))
-    return native_json.placements_of(doc), {k: v for k, v in doc.items() if k != "placements"}
+    return native_json.placements_of(doc, problem), {k: v for k, v in doc.items() if k != "placements"}, []
 
 
 def write_plan(problem: Problem, plan: Plan, path: str | Path) -> None:
@@ -72,4 +98,5 @@ def write_plan(problem: Problem, plan: Plan, path: str | Path) -> None:
     write_text(path, text)
 
 
-__all__ = ["check_output", "read_placements", "read_plan_file", "read_problem", "write_plan", "write_problem", "write_text"]
+__all__ = ["check_output", "read_placements", "read_plan_file", "read_problem", "validate_plan_file", "write_plan", "write_problem",
+           "write_text"]

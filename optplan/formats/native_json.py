@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict
 from functools import cache
 from importlib import resources
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from optplan.core.buffer import Buffer, Gap, Memory, RelativePlacement
+from optplan.core.columns import gc_paused
 from optplan.core.errors import FormatError, ProblemError
-from optplan.core.plan import Placement, Plan
+from optplan.core.plan import Layout, Placement, Plan
 from optplan.core.problem import Problem
 
 if TYPE_CHECKING:
@@ -58,7 +63,8 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _load(text: str, source: str) -> Any:
     try:
-        return json.loads(text, object_pairs_hook=_unique)
+        with gc_paused():  # a million placements are a million objects, none of them garbage
+            return json.loads(text, object_pairs_hook=_unique)
     except json.JSONDecodeError as e:
         raise FormatError(f"{source}: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
     except RecursionError:
@@ -125,16 +131,54 @@ def plan_to_json(plan: Plan) -> str:
 
 
 def plan_document(text: str, source: str = "<json>") -> dict[str, Any]:
-    """The plan file's JSON object, checked against the schema."""
+    """The plan file's JSON object, checked against the schema. Its placements are checked in
+    bulk (jsonschema takes a minute over a million of them): only entries that are not plainly
+    ``{"memory": str, "offset": int}`` go through the schema, for its message."""
     doc = _load(text, source)
-    _check(doc, "plan", source)
+    placements = doc.get("placements") if isinstance(doc, dict) else None
+    if not isinstance(placements, dict) or not placements:
+        _check(doc, "plan", source)
+        return doc
+    _check({**doc, "placements": {}}, "plan", source)
+    if not _plain_entries(list(placements.values())):
+        odd = {k: v for k, v in placements.items() if not _plain_entries([v])}
+        _check({**doc, "placements": odd}, "plan", source)
     return doc
 
 
-def placements_of(doc: dict[str, Any]) -> dict[str, Placement]:
-    return {k: Placement(v["memory"], v["offset"]) for k, v in doc["placements"].items()}
+def _plain_entries(entries: list[Any]) -> bool:
+    """Every entry is ``{"memory": str, "offset": int}`` (C-level passes over a million of them)."""
+    if set(map(type, entries)) != {dict} or set(map(len, entries)) != {2}:
+        return False
+    try:
+        memories, offsets = list(map(itemgetter("memory"), entries)), list(map(itemgetter("offset"), entries))
+    except KeyError:
+        return False
+    return set(map(type, memories)) == {str} and set(map(type, offsets)) == {int}
 
 
-def placements_from_json(text: str, source: str = "<json>") -> dict[str, Placement]:
-    return placements_of(plan_document(text, source))
+def placements_of(doc: dict[str, Any], problem: Problem | None = None) -> Mapping[str, Placement]:
+    """The plan's placements: a ``Layout`` (arrays, in ``problem``'s buffer order) when they place
+    exactly ``problem``'s buffers in its memories at offsets inside int64, else a dict, in which the
+    validator finds what is missing, unknown or out of range."""
+    raw = doc["placements"]
+    if problem is not None and len(raw) == len(problem.buffers) and _plain_entries(list(raw.values())):
+        layout = _layout(raw, problem)
+        if layout is not None:
+            return layout
+    return {k: Placement(v["memory"], v["offset"]) for k, v in raw.items()}
+
+
+def _layout(raw: dict[str, Any], problem: Problem) -> Layout | None:
+    ids = problem.columns.ids
+    entries: list[Any] = list(raw.values()) if list(raw) == ids else [raw.get(i) for i in ids]
+    if None in entries:
+        return None  # another set of buffers
+    index = {m: k for k, m in enumerate(problem.memory_names)}
+    try:
+        where = np.fromiter(map(index.__getitem__, map(itemgetter("memory"), entries)), np.int64, len(entries))
+        offset = np.fromiter(map(itemgetter("offset"), entries), np.int64, len(entries))
+    except (KeyError, OverflowError):
+        return None  # an unknown memory, an offset past int64: the validator names them
+    return Layout(ids, problem.memory_names, where, offset)
 

@@ -11,6 +11,12 @@ microseconds between naming the finished file and the rename can leave a hidden 
 elsewhere such a hidden file is written instead and removed on every failure the process survives. A new file gets the
 umask's permissions (0644 under umask 022); an overwritten one keeps its mode. A symlink at the
 path is written through: its target is replaced and the link stays.
+
+Outputs are regular files only: a path (or a symlink's target) that is a device, a FIFO, a
+socket or a directory, or a symlink loop, is refused (as root, ``-o`` through a link to
+``/dev/null`` would otherwise replace ``/dev/null``). ``check_output`` creates the new file the
+write would create and drops it: permission bits say nothing to root, and ``/sys`` refuses new
+files even to root.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,13 +49,14 @@ def check_output(path: str | Path, kind: str, memories: int = 1, relative: bool 
     known = KINDS[kind]
     if ext not in known:
         raise FormatError(f"{path}: unknown {kind} extension {ext or '(none)'!r}; use {' or '.join(known)}")
-    if p.is_dir():
-        raise FormatError(f"{path}: is a directory; give a file name ending in {ext}")
-    parent = _target(p).parent
+    target = _target(p)
+    parent = target.parent
     if not parent.is_dir():
         raise FormatError(f"{path}: directory {str(parent)!r} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise FormatError(f"{path}: directory {str(parent)!r} is not writable")
+    fd, temp = _new_file(str(parent), target.name)  # what the write will do: refused now, not after the work
+    os.close(fd)
+    if temp is not None:
+        os.unlink(temp)
     if ext == ".csv" and kind in ("plan", "problem") and (memories != 1 or relative):
         what = f"{memories} memories" if memories != 1 else "relative placements"
         raise FormatError(f"{path}: MiniMalloc CSV holds one memory without relative placements, "
@@ -56,8 +64,25 @@ def check_output(path: str | Path, kind: str, memories: int = 1, relative: bool 
 
 
 def _target(path: Path) -> Path:
-    """The file a write to ``path`` replaces: a symlink's final target (the link itself stays)."""
+    """The file a write to ``path`` replaces: a symlink's final target (the link itself stays).
+    FormatError unless that is a regular file or nothing yet: a write must never replace a
+    device, a FIFO, a socket or a directory, nor follow a symlink loop."""
+    try:
+        mode = os.stat(path).st_mode  # (follows symlinks)
+    except FileNotFoundError:
+        mode = None  # a new file (or a symlink to one)
+    except OSError as e:
+        why = "a symlink loop" if e.errno == errno.ELOOP else e.strerror or str(e)
+        raise FormatError(f"{path}: cannot write: {why}") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        through = f" (through the symlink to {os.path.realpath(path)!r})" if path.is_symlink() else ""
+        raise FormatError(f"{path}: is {kind}{through}; an output must be a regular file")
     return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+          stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket"}
 
 
 def _mode(target: Path) -> int:

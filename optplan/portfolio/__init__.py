@@ -36,6 +36,7 @@ from optplan.core.lifecycle import Member, fork_member
 from optplan.core.objective import Goal, Objective
 from optplan.core.plan import Placement, Plan, Status, peaks
 from optplan.core.problem import Problem, objective_weights
+from optplan.core.sizes import sizes_text
 from optplan.heuristics.run import run_heuristics
 from optplan.parts import Choice, Part, Reduction, columns_only, merge, reduce, settle
 from optplan.portfolio.quick import quick_look
@@ -417,14 +418,14 @@ class _SearchRace:
         plan = self.plan
         stats = dict(result.stats)
         stats["search_race"] = (self.member.error or "no answer") if plan is None else \
-            f"{plan.status.value} in {plan.seconds:.2f} s, {plan.stats.get('nodes', 0):,} nodes" + (f" at {self.proven}" if self.floor else "")
+            f"{plan.status.value} in {plan.seconds:.2f} s, {plan.stats.get('nodes', 0):,} nodes" + (f" at {sizes_text(self.proven)}" if self.floor else "")
         if self.floor and plan is not None and plan.status == Status.OPTIMAL:
             # the halted rest winds down first: a CP-SAT solve still running when the interpreter
             # exits aborts it ("terminate called without an active exception", seen once in 70 runs)
             if self.thread is not None:
                 self.thread.join(RACE_GRACE)
             return Result(plan.placements, proven_optimal=True, bound=self.proven,
-                          message=f"search: a plan at the proven bound {self.proven}", stats=stats)
+                          message=f"search: a plan at the proven bound ({sizes_text(self.proven)})", stats=stats)
         if self.floor and (plan is None or plan.status != Status.INFEASIBLE):
             bound = {**self.proven, **{m: max(v, self.proven.get(m, 0)) for m, v in (result.bound or {}).items()}}
             if plan is not None and plan.found and (result.placements is None or

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,7 @@ def _title(header: PlanHeader) -> str:
     return f"{header.planner}: {header.status}, peak {peak}, gap to bound {gap}"
 
 
-def _hover(problem: Problem, placements: dict[str, Placement], memory: str) -> tuple[list, list, list]:
+def _hover(problem: Problem, placements: Mapping[str, Placement], memory: str) -> tuple[list, list, list]:
     """Rectangles (a buffer with gaps gives several), their buffer sizes, and hover texts."""
     polys, sizes, tips = [], [], []
     for b in problem.buffers:
@@ -98,7 +99,7 @@ class _UnitLocator:
         return Located(nbins=8, steps=[1, 2, 2.5, 5, 10])
 
 
-def _panel(ax: Any, problem: Problem, placements: dict[str, Placement], memory: str, header: PlanHeader,
+def _panel(ax: Any, problem: Problem, placements: Mapping[str, Placement], memory: str, header: PlanHeader,
            plt: Any) -> list[str]:
     from matplotlib.collections import PolyCollection
     from matplotlib.colors import LogNorm, Normalize
@@ -149,7 +150,7 @@ def _panel(ax: Any, problem: Problem, placements: dict[str, Placement], memory: 
     return tips
 
 
-def draw_layout(problem: Problem, placements: dict[str, Placement], header: PlanHeader, path: str | Path,
+def draw_layout(problem: Problem, placements: Mapping[str, Placement], header: PlanHeader, path: str | Path,
                 width: int = 1600, dpi: int = 100) -> None:
     """Write the picture; the format follows the extension (.png, .svg, .pdf, .html)."""
     path = Path(path)

@@ -18,6 +18,7 @@ from optplan.core.load import usage_curve
 from optplan.core.objective import BENEFIT
 from optplan.core.plan import Plan, Status, layout_of
 from optplan.core.problem import Problem
+from optplan.core.sizes import size_text
 
 
 @dataclass(frozen=True)
@@ -71,16 +72,6 @@ def _memory_index(problem: Problem, plan: Plan) -> np.ndarray:
         return np.zeros(len(problem.buffers), np.int64)
     index = {m: k for k, m in enumerate(problem.memory_names)}
     return np.fromiter((index[plan.placements[b].memory] for b in problem.columns.ids), np.int64, len(problem.buffers))
-
-
-def size_text(n: int | None) -> str:
-    """Bytes for people: 4,096 B, 1.21 MiB."""
-    if n is None:
-        return "unbounded"
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if abs(n) >= 1 << shift:
-            return f"{n / (1 << shift):.2f} {unit}"
-    return f"{n:,} B"
 
 
 def objective_words(problem: Problem, plan: Plan, rows: list[MemoryRow] | None = None) -> str:
