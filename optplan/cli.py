@@ -27,9 +27,10 @@ from optplan.core.objective import Objective
 from optplan.core.plan import Plan, Status, peaks
 from optplan.core.problem import Problem
 from optplan.core.validate import validate
-from optplan.formats import check_output, read_placements, read_problem, write_plan, write_problem
+from optplan.formats import check_output, read_input, read_placements, read_problem, write_plan, write_problem
 from optplan.formats.memspec import parse_memories
 from optplan.formats.native_json import plan_to_dict
+from optplan.graph.model import Graph
 from optplan.report.summary import MemoryRow, gap_words, infeasible_proof, memory_rows, objective_words, percent
 
 EXIT_OK, EXIT_NO_PLAN, EXIT_USAGE = 0, 1, 2
@@ -74,12 +75,26 @@ def _capped(problem: Problem, capacity: int) -> Problem:
 
 
 def _load(args: argparse.Namespace) -> Problem:
-    problem = _hierarchy(read_problem(args.problem), args)
+    """The problem (a graph's: under its given order, no reuse taken)."""
+    found = _load_input(args)
+    return found.base if isinstance(found, Graph) else found
+
+
+def _load_input(args: argparse.Namespace) -> Problem | Graph:
+    """The problem or graph, in the memories of ``--memory``, capped by ``--capacity``."""
+    found: Problem | Graph = read_input(args.problem)
+    if getattr(args, "memory", None):
+        found = found.with_memories(parse_memories(args.memory))
     if getattr(args, "capacity", None) is not None:
-        problem = _capped(problem, args.capacity)
+        if args.capacity < 0:
+            raise OptplanError(f"--capacity must be >= 0, got {args.capacity}")
+        found = found.with_capacity(args.capacity)
     if getattr(args, "output", None):  # what the problem decides (CSV: one memory), before any solve
-        check_output(args.output, args.output_kind, len(problem.memories), bool(problem.relative))
-    return problem
+        relative = isinstance(found, Problem) and bool(found.relative)
+        check_output(args.output, args.output_kind, len(found.memories), relative)
+        if isinstance(found, Graph) and args.output_kind == "plan" and Path(args.output).suffix.lower() == ".csv":
+            raise OptplanError(f"{args.output}: a graph's plan carries its order: write it as .json")
+    return found
 
 
 def _hierarchy(problem: Problem, args: argparse.Namespace) -> Problem:
@@ -136,17 +151,23 @@ def _deadline(args: argparse.Namespace) -> Deadline:
 def cmd_solve(args: argparse.Namespace) -> int:
     deadline = _deadline(args)
     with interruptible(deadline) as signals:
-        problem = _load(args)
+        found = _load_input(args)
+        if not isinstance(found, Graph) and (args.reorder or not args.reuse):
+            raise OptplanError("--reorder and --no-reuse apply to graphs (optplan-graph files)")
         signals.solving = True  # from here a signal stops the planners, and their best plan is kept
         progress, stop = _progress_printer() if not args.json else (None, lambda: None)
+        options = dict(deadline=deadline, workers=args.workers, seed=args.seed, objective=args.objective, progress=progress)
         try:
-            plan = registry.solve(problem, args.planner, deadline=deadline, workers=args.workers,
-                                  seed=args.seed, objective=args.objective, progress=progress)
+            if isinstance(found, Graph):
+                problem, plan, extra = _solve_graph(args, found, options)
+            else:
+                problem, extra = found, None
+                plan = registry.solve(problem, args.planner, **options)  # type: ignore[arg-type]
         finally:
             stop()
-        if args.output and plan.found:
+        if args.output and plan.found and extra is None:
             write_plan(problem, plan, args.output)
-    _report_plan(args, problem, plan)
+    _report_plan(args, problem, plan, extra)
     if signals.exit_code is not None:
         err.print("optplan: interrupted" + (f"; the best plan found is in {args.output}" if args.output and plan.found
                                             else ""), markup=False)
@@ -154,9 +175,22 @@ def cmd_solve(args: argparse.Namespace) -> int:
     return EXIT_OK if plan.found else EXIT_NO_PLAN
 
 
-def _report_plan(args: argparse.Namespace, problem: Problem, plan: Plan) -> None:
+def _solve_graph(args: argparse.Namespace, graph: Graph, options: dict) -> tuple[Problem, Plan, dict]:
+    """Plan a graph (its given order, or ``--reorder``); the plan file and ``--json`` carry the
+    order and the reuses taken."""
+    from optplan.formats import write_graph_plan
+    from optplan.formats.graph_json import graph_plan_to_dict
+    from optplan.graph.planner import solve_graph
+
+    gp = solve_graph(graph, args.planner, reorder=args.reorder, reuse=args.reuse, **options)
+    if args.output and gp.found:
+        write_graph_plan(gp, args.output)
+    return gp.problem or graph.base, gp.plan, graph_plan_to_dict(gp)
+
+
+def _report_plan(args: argparse.Namespace, problem: Problem, plan: Plan, doc: dict | None = None) -> None:
     if args.json:
-        out.print(json.dumps(plan_to_dict(plan)), markup=False)
+        out.print(json.dumps(doc if doc is not None else plan_to_dict(plan)), markup=False)
     else:
         _print_plan(problem, plan)
         if args.output and plan.found:
@@ -164,7 +198,10 @@ def _report_plan(args: argparse.Namespace, problem: Problem, plan: Plan) -> None
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    problem = _load(args)  # --capacity: check a plan for MiniMalloc's fixed-capacity problems
+    found = _load_input(args)  # --capacity: check a plan for MiniMalloc's fixed-capacity problems
+    if isinstance(found, Graph):
+        return _validate_graph(args, found)
+    problem = found
     placements = read_placements(args.plan, problem)
     violations = validate(problem, placements)
     if args.json:
@@ -182,9 +219,45 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_NO_PLAN if violations else EXIT_OK
 
 
+def _validate_graph(args: argparse.Namespace, graph: Graph) -> int:
+    """A graph's plan: its order (default: the given one), the reuses it takes, its placements."""
+    from optplan.formats import read_plan_file
+    from optplan.formats.graph_json import order_and_reuses
+    from optplan.graph.bounds import order_bound
+    from optplan.graph.loads import Loads
+    from optplan.graph.validate import validate_graph_plan
+
+    placements, doc = read_plan_file(args.plan, graph.base)
+    order, reuses = order_and_reuses(graph, doc or {}, args.plan)
+    violations = validate_graph_plan(graph, order, reuses, placements)
+    problem = graph.problem(graph.order_of(order), reuses) if not violations else graph.base
+    if args.json:
+        out.print(json.dumps({"valid": not violations, "violations": [str(v) for v in violations],
+                              "peak": peaks(problem, placements) if not violations else None}), markup=False)
+    elif violations:
+        for v in violations:
+            out.print(str(v), markup=False)
+        out.print(f"INVALID: {len(violations)} violation(s)")
+    else:
+        bound = order_bound(graph, graph.order_of(order), Loads(graph.structure)).lower
+        for m, peak in peaks(problem, placements).items():
+            out.print(f"{m}: peak {_bytes(peak)}, lower bound in this order {_bytes(bound[m])}", markup=False)
+        out.print(f"VALID ({len(order)} ops in order, {len(reuses)} reuse(s))")
+    return EXIT_NO_PLAN if violations else EXIT_OK
+
+
 def cmd_bounds(args: argparse.Namespace) -> int:
-    problem = _load(args)
+    found = _load_input(args)
+    problem = found.base if isinstance(found, Graph) else found
     b = lower_bounds(problem)
+    if isinstance(found, Graph):  # the given order with any reuses it allows; and every order
+        from optplan.graph.bounds import graph_bounds
+
+        given, every = graph_bounds(found)
+        b = type(b)(given.lower, {m: None for m in given.lower}, given.infeasible)
+        if not args.json:
+            out.print(f"any order: {', '.join(f'{m} {_bytes(v)}' for m, v in every.lower.items())}"
+                      + (f" (at {every.at})" if every.at else ""), markup=False)
     if args.json:
         out.print(json.dumps({"lower_bound": b.lower, "step": b.step, "infeasible": b.infeasible}), markup=False)
     else:
@@ -364,12 +437,18 @@ def _objective_arg(s: argparse.ArgumentParser) -> None:
                         "the peaks; feasible: any plan within the capacities (default: min-peak)")
 
 
+def _graph_args(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--reorder", action="store_true", help="graphs: choose the order of the ops too (default: the given order)")
+    s.add_argument("--reuse", action=argparse.BooleanOptionalAction, default=True,
+                   help="graphs: let an op write an output into an input it reads last, where it declares so (default: yes)")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="optplan", description="Optimal static memory plans for machine-learning models.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def problem_arg(s: argparse.ArgumentParser, capacity: bool = True) -> None:
-        s.add_argument("problem", help="problem file: .csv (MiniMalloc) or .json (optplan)")
+        s.add_argument("problem", help="problem file: .csv (MiniMalloc) or .json (optplan problem or graph)")
         if capacity:
             s.add_argument("--capacity", type=int, help="cap a single-memory problem at N bytes")
             memory_arg(s)
@@ -391,6 +470,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="repeatable results: solver time in deterministic units, every heuristic run")
     _objective_arg(s)
     s.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    _graph_args(s)
     s.set_defaults(run=cmd_solve, output_kind="plan")
 
     s = sub.add_parser("validate", help="check a plan against a problem")
