@@ -329,6 +329,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
         raise OptplanError("--training needs a module given as path.py:factory")
     else:
         problem = _extract_torch(args)
+    if isinstance(problem, Graph):
+        return _write_graph(args, problem)
     problem = _hierarchy(problem, args)
     check_output(args.output, "problem", len(problem.memories), bool(problem.relative))
     write_problem(problem, args.output)
@@ -336,31 +338,45 @@ def cmd_extract(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _extract_torch(args: argparse.Namespace) -> Problem:
+def _write_graph(args: argparse.Namespace, graph: Graph) -> int:
+    from optplan.formats import write_graph
+
+    if args.memory:
+        graph = graph.with_memories(parse_memories(args.memory))
+    write_graph(graph, args.output)
+    out.print(f"{len(graph.ops)} ops, {len(graph.tensors)} tensors, {len(graph.candidates)} possible reuses "
+              f"written to {args.output}", markup=False)
+    return EXIT_OK
+
+
+def _extract_torch(args: argparse.Namespace) -> Problem | Graph:
     _extract_torch_available()
     from optplan.frontends.torch_export import extract
+    from optplan.frontends.torch_graph import extract_graph
 
-    return extract(args.program, plan_inputs=args.plan_inputs, plan_outputs=args.plan_outputs, alignment=args.alignment)
+    return (extract_graph if args.graph else extract)(args.program, plan_inputs=args.plan_inputs,
+                                                      plan_outputs=args.plan_outputs, alignment=args.alignment)
 
 
-def _extract_module(args: argparse.Namespace) -> Problem:
+def _extract_module(args: argparse.Namespace) -> Problem | Graph:
     """``path.py:factory`` returning (model, example_inputs[, loss]): one training step with
     ``--training``, else the inference program through torch.export."""
     _extract_torch_available()
     import torch
 
     from optplan.frontends.torch_export import problem_from_program
+    from optplan.frontends.torch_graph import graph_from_program
     from optplan.frontends.training import extract_training, load_factory
 
     model, inputs, *loss = load_factory(args.program)
     name = Path(args.program.rpartition(":")[0]).stem
     if args.training:
         return extract_training(model, tuple(inputs), loss[0] if loss else None, plan_inputs=args.plan_inputs,
-                                alignment=args.alignment, name=name)
+                                alignment=args.alignment, name=name, graph=args.graph)
     with torch.no_grad():
         ep = torch.export.export(model.eval(), tuple(inputs))
-    return problem_from_program(ep, plan_inputs=args.plan_inputs, plan_outputs=args.plan_outputs,
-                                alignment=args.alignment, name=name)
+    return (graph_from_program if args.graph else problem_from_program)(
+        ep, plan_inputs=args.plan_inputs, plan_outputs=args.plan_outputs, alignment=args.alignment, name=name)
 
 
 def _extract_torch_available() -> None:
@@ -370,7 +386,7 @@ def _extract_torch_available() -> None:
         raise OptplanError(f"extract needs torch: pip install 'optplan[torch]' ({e})") from None
 
 
-def _extract_onnx(args: argparse.Namespace) -> Problem:
+def _extract_onnx(args: argparse.Namespace) -> Problem | Graph:
     try:
         import onnx  # noqa: F401 - an optional extra
     except ImportError as e:
@@ -384,7 +400,7 @@ def _extract_onnx(args: argparse.Namespace) -> Problem:
             raise OptplanError(f"--dim {item}: expected name=value with a non-negative integer value")
         dims[key] = int(value)
     return extract_onnx(args.program, dims=dims, include_weights=args.include_weights, views_alias=args.views_alias,
-                        plan_inputs=args.plan_inputs, plan_outputs=args.plan_outputs, alignment=args.alignment)
+                        plan_inputs=args.plan_inputs, plan_outputs=args.plan_outputs, alignment=args.alignment, graph=args.graph)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -511,6 +527,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="path.py:factory only: one training step (forward, backward, SGD step) instead of inference")
     s.add_argument("--view-copies", dest="views_alias", action="store_false",
                    help="ONNX: Reshape, Flatten, Squeeze, Unsqueeze and Identity copy (default: they alias their input)")
+    s.add_argument("--graph", action="store_true", help="write the graph (ops and tensors, .json) instead of the problem of its order")
     memory_arg(s)
     s.set_defaults(run=cmd_extract, output_kind="problem")
 

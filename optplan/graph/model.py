@@ -173,6 +173,16 @@ class Graph:
         self.base.with_capacity(capacity)  # the same check and message
         return self.with_memories((replace(self.memories[0], capacity=capacity),))
 
+    @cached_property
+    def descendants(self) -> list[int]:
+        """Per op, a bit mask of the ops that run after it in every order."""
+        return _descendants(self.structure)
+
+    def never(self, k: int, out: str, inp: str) -> str | None:
+        """Why op ``k`` writing ``out`` into ``inp`` can hold in no order (None: it can in some;
+        both must be tensors of the op's outputs and inputs)."""
+        return _never(self, k, self.tensor_index[out], self.tensor_index[inp])
+
     # -- lifetimes and problems ------------------------------------------------------------
     def lifetimes(self, order: Sequence[int] | None = None) -> tuple[list[int], list[int]]:
         """``(start, end)`` per tensor, half-open, under ``order`` (op indices; default: given)."""
@@ -333,25 +343,29 @@ def _check_given_order(graph: Graph, st: Structure) -> None:
 
 
 def _check_reuses(graph: Graph, st: Structure) -> None:
-    """Each declared reuse must be able to hold in some order: the output fits in the input, the
-    input is no graph output and no other reader of it must run after the op, and the two can
-    share an offset (memories, alignments, fixed offsets)."""
-    after = _descendants(st)
+    """Each declared reuse must be able to hold in some order (``never``)."""
     for k, o in enumerate(graph.ops):
-        for (y, x), (out, inp) in zip(st.reuse[k], o.reuse):
-            why = None
-            if st.size[y] > st.size[x]:
-                why = f"{out!r} ({st.size[y]} bytes) does not fit in {inp!r} ({st.size[x]} bytes)"
-            elif st.output[x]:
-                why = f"{inp!r} is a graph output, live to the last step"
-            else:
-                later = next((c for c in st.consumers[x] if c != k and after[k] >> c & 1), None)
-                if later is not None:
-                    why = f"{inp!r} is also read by op {graph.ops[later].id!r}, which runs after {o.id!r} in every order"
-            if why is None:
-                why = _offset_conflict(graph, x, y)
+        for out, inp in o.reuse:
+            why = graph.never(k, out, inp)
             if why:
                 raise GraphError(f"op {o.id!r}: field 'reuse': {out!r} into {inp!r} can never hold: {why}")
+
+
+def _never(graph: Graph, k: int, y: int, x: int) -> str | None:
+    """Why op ``k`` can write tensor ``y`` into tensor ``x`` in no order: the output does not fit,
+    the input is a graph output or another reader of it runs after the op in every order, or the
+    two cannot share an offset (memories, alignments, fixed offsets)."""
+    st = graph.structure
+    out, inp = graph.tensors[y].id, graph.tensors[x].id
+    if st.size[y] > st.size[x]:
+        return f"{out!r} ({st.size[y]} bytes) does not fit in {inp!r} ({st.size[x]} bytes)"
+    if st.output[x]:
+        return f"{inp!r} is a graph output, live to the last step"
+    after = graph.descendants[k]
+    later = next((c for c in st.consumers[x] if c != k and after >> c & 1), None)
+    if later is not None:
+        return f"{inp!r} is also read by op {graph.ops[later].id!r}, which runs after {graph.ops[k].id!r} in every order"
+    return _offset_conflict(graph, x, y)
 
 
 def _offset_conflict(graph: Graph, x: int, y: int) -> str | None:

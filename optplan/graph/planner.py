@@ -164,11 +164,11 @@ class _Run:
 
     # -- packing one order -----------------------------------------------------------------
     def pack(self, order: list[int], method: str, planner: str | None, deadline: Deadline,
-             final: bool = False) -> _Candidate | None:
-        """The problem of ``order`` with its best reuses, placed by ``planner`` (None: the best
-        of the constructive heuristics)."""
+             final: bool = False, reuses: list[Reuse] | None = None) -> _Candidate | None:
+        """The problem of ``order`` with ``reuses`` (default: its best), placed by ``planner``
+        (None: the best of the constructive heuristics)."""
         g = self.graph
-        reuses = self._reuses(order)
+        reuses = self._reuses(order) if reuses is None else reuses
         problem = g.problem(order, reuses)
         if planner is None:
             plans, _ = run_heuristics(problem, deadline.part(None), seed=self.settings.seed, improve=False,
@@ -184,6 +184,13 @@ class _Run:
                 self.stats["inner"] = plan.message or plan.status.value
                 return None
         return _Candidate(order, reuses, problem, plan, method)
+
+    def _fewer(self, best: _Candidate) -> _Candidate:
+        """The order without reuses, if the heuristics pack it as well: then none lowers anything."""
+        if not best.reuses or (len(self.graph.memories) == 1 and self.loads.score(best.order, False)[0] > max(best.plan.peak.values())):
+            return best
+        plain = self.pack(best.order, best.method, None, self.deadline.part(None), reuses=[])
+        return plain if plain is not None and _value(plain.plan) <= _value(best.plan) else best
 
     def _reuses(self, order: list[int]) -> list[Reuse]:
         if not self.reuse:
@@ -205,7 +212,7 @@ class _Run:
             plan = Plan({}, status, self.planner, {m: 0 for m in names}, lower, seconds, self.objective, None,
                         self.objective.bound(g.base, lower), message, stats)
             return GraphPlan(plan, (), (), None, stats)
-        best = _trim(g, best, self.objective)
+        best = _trim(g, self._fewer(best), self.objective)
         order_ids = g.ids_of(best.order)
         bad = validate_graph_plan(g, order_ids, best.reuses, best.plan.placements)
         if bad:
