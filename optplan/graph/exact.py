@@ -96,14 +96,21 @@ class Segment:
     def run(self, state: int, held: int, ready: int, j: int) -> tuple[int, int, int, int]:
         """Run local op ``j`` after ``state``: (the bytes live at its step, the new state, the
         bytes held after it, the ops ready then)."""
-        load = held + self.alloc[j] - sum(b for m, b in self.saves[j] if m & ~state == 0)
-        if state == 0 and self.step0:
+        load = held + self.alloc[j]
+        for m, b in self.saves[j]:
+            if not m & ~state:
+                load -= b
+        if not state:
             load += self.step0
-        after = held + self.keep[j] - sum(b for m, b in self.frees[j] if m & ~state == 0)
-        new = state | 1 << j
-        nxt = ready & ~(1 << j)
+        after = held + self.keep[j]
+        for m, b in self.frees[j]:
+            if not m & ~state:
+                after -= b
+        bit = 1 << j
+        new = state | bit
+        nxt = ready & ~bit
         for s in self.succ[j]:
-            if self.pred[s] & ~new == 0:
+            if not self.pred[s] & ~new:
                 nxt |= 1 << s
         return load, new, after, nxt
 

@@ -121,15 +121,18 @@ def local_search(st: Structure, order: Sequence[int], score: Callable[[list[int]
                  stop: Callable[[], bool], rng: random.Random, peak_step: Callable[[list[int]], int] | None = None,
                  moves: int = 10_000) -> tuple[list[int], tuple[int, ...]]:
     """Improve ``order`` by single-op moves (``score``: smaller is better; ``peak_step``: where
-    most moves aim). At most ``moves`` moves, until ``stop()``."""
+    most moves aim). At most ``moves`` moves, until ``stop()`` or ``max(5000, 20 n)`` moves in a
+    row bring no strict improvement."""
     cur = list(order)
     best = score(cur)
     n = len(cur)
     if n < 2:
         return cur, best
     focus = peak_step(cur) if peak_step else 0
+    patience = max(5000, 20 * n)  # moves without a strict improvement before it gives up
+    last = 0
     for it in range(moves):
-        if it & 63 == 0 and stop():
+        if stop() or it - last > patience:
             break
         i = min(max(focus + rng.randint(-8, 8), 0), n - 1) if peak_step and rng.random() < 0.7 else rng.randrange(n)
         lo, hi = _window(st, cur, i)
@@ -140,8 +143,10 @@ def local_search(st: Structure, order: Sequence[int], score: Callable[[list[int]
         cand = _moved(cur, i, j)
         s = score(cand)
         if s <= best:
-            if s < best and peak_step:
-                focus = peak_step(cand)
+            if s < best:
+                last = it
+                if peak_step:
+                    focus = peak_step(cand)
             cur, best = cand, s
     return cur, best
 

@@ -14,8 +14,9 @@ objective.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from optplan import registry
 from optplan.core.deadline import Deadline
@@ -33,7 +34,8 @@ from optplan.graph.validate import validate_graph_plan
 from optplan.heuristics.run import run_heuristics
 from optplan.solvers.cpsat import Settings
 
-FINAL_SHARE = 0.3  # of the limit, kept for the inner planner on the chosen order
+_T = TypeVar("_T")
+FINISH_SHARE = 0.05  # of a time limit, kept for pruning the reuses of the plan and validating it
 
 
 @dataclass
@@ -80,36 +82,56 @@ class _Run:
         bound = order_bound(self.graph, order, self.loads) if self.reuse else _no_reuse_bound(self.graph, order)
         if bound.infeasible:
             return None, bound, False
-        best = self.pack(order, "given", self.planner, self.deadline, final=True)
+        best = self.pack(order, "given", None, self.deadline)  # the heuristics first: often at the bound
+        if best is None or not _at(best.plan, bound):
+            final = self.pack(order, "given", self.planner, self._rest(), final=True)
+            if final is not None and (best is None or _value(final.plan) <= _value(best.plan)):
+                best = final
         return best, bound, False
 
     # -- choosing the order ----------------------------------------------------------------
     def reorder(self) -> tuple[_Candidate | None, GraphBound, bool]:
         g, s, d = self.graph, self.settings, self.deadline
         search = OrderSearch(g, self.reuse, s)
-        search.simple()
+        loads = search.loads if self.reuse else _plain_loads(g)
+        if len(g.memories) == 1:  # the live load of every order is at least the necessary sets' bound
+            search.floor = any_order_bound(g, search.rel, loads).lower[g.memories[0].name]
+        self._timed("simple", search.simple)
+        if "beam" in s.methods and not search.done():  # good orders first: they are the exact search's ceiling
+            self._timed("beam", lambda: search.beam(self._share(s.beam_share)))
+        if "local" in s.methods and not d.expired() and not search.done():
+            self._timed("local", lambda: search.add("local", search.local(self._share(s.local_share))))
         if "exact" in s.methods:
-            search.exact(self._share(s.exact_share))
-        if "beam" in s.methods:
-            search.beam(self._share(s.beam_share))
-        if "local" in s.methods and not d.expired():
-            search.found["local"] = search.local(self._share(s.local_share))
-        bound = any_order_bound(g, search.rel, search.loads if self.reuse else _plain_loads(g), search.proven_floor())
+            self._timed("exact", lambda: search.exact(self._share(s.exact_share)))
+        bound = any_order_bound(g, search.rel, loads, search.proven_floor())
         self.stats["orders"] = {name: search.score(o)[0] for name, o in search.found.items()}
         self.stats["segments"] = len(search.segments)
         if bound.infeasible:
             return None, bound, False
-        best = self._candidates(search)
+        best = self._timed("pack", lambda: self._candidates(search))
         proven = False
         if "joint" in s.methods and best is not None and joint.fits(g, s.joint_max_ops, s.joint_max_tensors):
-            best, proven, bound = self._joint(search, best, bound)
+            best, proven, bound = self._timed("joint", lambda: self._joint(search, best, bound))
         if "pack-local" in s.methods and best is not None and not proven and not _at(best.plan, bound):
-            best = self._pack_local(search, best)
+            best = self._timed("pack-local", lambda: self._pack_local(search, best))
         if best is not None and not proven and not _at(best.plan, bound):
-            final = self.pack(best.order, best.method, self.planner, self.deadline, final=True)
+            final = self._timed("final", lambda: self.pack(best.order, best.method, self.planner, self._rest(), final=True))
             if final is not None and _value(final.plan) <= _value(best.plan):
                 best = final
         return best, bound, proven
+
+    def _timed(self, name: str, work: Callable[[], _T]) -> _T:
+        """Run ``work``, its seconds in ``stats['seconds']``."""
+        t0 = time.perf_counter()
+        try:
+            return work()
+        finally:
+            self.stats.setdefault("seconds", {})[name] = round(time.perf_counter() - t0, 3)  # type: ignore[index]
+
+    def _rest(self) -> Deadline:
+        """What is left, less a moment kept for the reuses' pruning and the validator."""
+        d = self.deadline
+        return d.part(max(d.left() - min(1.0, FINISH_SHARE * d.seconds), 0.0)) if d.limited else d
 
     def _share(self, share: float) -> Deadline:
         d = self.deadline
@@ -187,7 +209,8 @@ class _Run:
 
     def _fewer(self, best: _Candidate) -> _Candidate:
         """The order without reuses, if the heuristics pack it as well: then none lowers anything."""
-        if not best.reuses or (len(self.graph.memories) == 1 and self.loads.score(best.order, False)[0] > max(best.plan.peak.values())):
+        if not best.reuses or self.deadline.expired() or (
+                len(self.graph.memories) == 1 and self.loads.score(best.order, False)[0] > max(best.plan.peak.values())):
             return best
         plain = self.pack(best.order, best.method, None, self.deadline.part(None), reuses=[])
         return plain if plain is not None and _value(plain.plan) <= _value(best.plan) else best
@@ -219,12 +242,12 @@ class _Run:
             raise PlannerBug(f"graph plan ({best.method}) is invalid: {bad[0]} ({len(bad)} violations)")
         stats["order_method"] = best.method
         stats["reuses"] = len(best.reuses)
-        plan = _graph_status(g, best, lower, proven, self.objective, seconds, stats)
+        plan = _graph_status(g, best, lower, proven, self.objective, seconds, stats, self.planner)
         return GraphPlan(plan, order_ids, tuple(best.reuses), best.problem, stats)
 
 
 def _graph_status(graph: Graph, best: _Candidate, lower: dict[str, int], proven: bool, objective: Objective,
-                  seconds: float, stats: dict[str, object]) -> Plan:
+                  seconds: float, stats: dict[str, object], planner: str) -> Plan:
     """The plan with the graph's bound: OPTIMAL when it meets a bound over every choice the
     graph leaves (the order's reuses, or every order), or the joint model proved it."""
     problem, plan = best.problem, best.plan
@@ -236,8 +259,9 @@ def _graph_status(graph: Graph, best: _Candidate, lower: dict[str, int], proven:
     at_bounds = all(peak[m] <= lower[m] for m in peak) and (
         not objective.counts_benefit or objective.lost(problem, plan.placements) <= objective.lost_floor(graph.base))
     status = Status.OPTIMAL if proven or at_bounds or value <= bound else Status.FEASIBLE
-    message = "; ".join(filter(None, [plan.message, f"order: {best.method}"]))
-    return Plan(plan.placements, status, plan.planner, peak, lower, seconds, objective, value, min(bound, value),
+    placed = f"placed by {plan.planner}" if plan.planner != planner else ""
+    message = "; ".join(filter(None, [plan.message, placed, f"order: {best.method}, {len(best.reuses)} reuse(s) taken"]))
+    return Plan(plan.placements, status, planner, peak, lower, seconds, objective, value, min(bound, value),
                 message, {**plan.stats, **stats}, objective.components(problem, value, min(bound, value)))
 
 

@@ -25,11 +25,11 @@ class OrderSettings:
     time limit (without one the counts alone bound them)."""
 
     methods: tuple[str, ...] = ("given", "bfs", "dfs", "greedy", "exact", "beam", "local", "joint", "pack-local")
-    exact_states: int = 200_000  # per segment
-    exact_share: float = 0.25
-    beam_width: int = 32
-    beam_share: float = 0.1
-    local_moves: int = 20_000
+    exact_states: int = 500_000  # per segment
+    exact_share: float = 0.35
+    beam_width: int = 4  # the first beam's (four times wider each time after, while time is left)
+    beam_share: float = 0.15
+    local_moves: int = 20_000  # without a time limit
     local_share: float = 0.1
     joint_max_ops: int = 14
     joint_max_tensors: int = 40
@@ -58,6 +58,11 @@ class OrderSearch:
         self.seg_bound = [0] * len(self.seg)  # proven least peak of each segment (0: unknown)
         self.found: dict[str, list[int]] = {}  # method -> its order
         self.rng = random.Random(settings.seed)
+        self.floor = 0  # a proven lower bound on every order's peak live load (the caller's): at it, stop
+
+    def done(self) -> bool:
+        """The best order is at a proven floor: no method can lower its live load."""
+        return max((b[0] for b in self.seg_best if b), default=0) <= max(self.floor, self.proven_floor())
 
     def score(self, order: list[int]) -> tuple[int, int]:
         return self.loads.score(order, self.reuse)
@@ -90,8 +95,9 @@ class OrderSearch:
         proven = True
         for i in todo:
             upper = self.seg_best[i][0]  # type: ignore[index]
-            if upper <= self.proven_floor() or deadline.expired():
-                if upper > self.proven_floor():
+            floor = max(self.proven_floor(), self.floor)
+            if upper <= floor or deadline.expired():
+                if upper > floor:
                     proven = False
                 continue
             try:
@@ -114,13 +120,19 @@ class OrderSearch:
         return max(self.seg_bound, default=0)
 
     def beam(self, deadline: Deadline) -> None:
-        """A beam on the segments the exact search left open."""
-        for i in sorted(range(len(self.seg)), key=lambda i: -self.seg_best[i][0]):  # type: ignore[index]
-            if self.seg_best[i][0] <= max(self.seg_bound[i], self.proven_floor()) or deadline.expired():  # type: ignore[index]
-                continue
-            got = exact.beam(self.seg[i], self.settings.beam_width, deadline.expired)
-            if got is not None and got.peak < self.seg_best[i][0]:  # type: ignore[index]
-                self.seg_best[i] = (got.peak, got.order)
+        """A beam on the segments the exact search left open, the heaviest first; while time is
+        left, again four times as wide (without a limit: ``beam_width`` only)."""
+        width = self.settings.beam_width
+        while True:
+            for i in sorted(range(len(self.seg)), key=lambda i: -self.seg_best[i][0]):  # type: ignore[index]
+                if self.seg_best[i][0] <= max(self.seg_bound[i], self.proven_floor(), self.floor) or deadline.expired():  # type: ignore[index]
+                    continue
+                got = exact.beam(self.seg[i], width, deadline.expired)
+                if got is not None and got.peak < self.seg_best[i][0]:  # type: ignore[index]
+                    self.seg_best[i] = (got.peak, got.order)
+            width *= 4
+            if not deadline.limited or deadline.expired() or self.done():
+                break
         self.found["beam"] = self.best()
 
     def local(self, deadline: Deadline, start: list[int] | None = None,
@@ -128,8 +140,9 @@ class OrderSearch:
         """Local search from ``start`` (default: the best order) under ``score`` (default: the
         live load)."""
         first = start if start is not None else self.best()
+        budget = moves or (self.settings.local_moves if not deadline.limited else 1 << 40)  # limited: the time decides
         got, _ = orders.local_search(self.st, first, score or self.score, deadline.expired, self.rng,
-                                     self._peak_step, moves or self.settings.local_moves)
+                                     self._peak_step, budget)
         return got
 
     def _peak_step(self, order: list[int]) -> int:
