@@ -91,6 +91,7 @@ class _Run:
 
     # -- choosing the order ----------------------------------------------------------------
     def reorder(self) -> tuple[_Candidate | None, GraphBound, bool]:
+        """The order methods on live loads, then the best orders packed (``_improve``)."""
         g, s, d = self.graph, self.settings, self.deadline
         search = OrderSearch(g, self.reuse, s)
         loads = search.loads if self.reuse else _plain_loads(g)
@@ -108,14 +109,22 @@ class _Run:
         self.stats["segments"] = len(search.segments)
         if bound.infeasible:
             return None, bound, False
-        best = self._timed("pack", lambda: self._candidates(search))
-        proven = False
-        if "joint" in s.methods and best is not None and joint.fits(g, s.joint_max_ops, s.joint_max_tensors):
+        found = self._timed("pack", lambda: self._candidates(search))
+        if found is None:
+            return None, bound, False
+        return self._improve(search, found, bound)
+
+    def _improve(self, search: OrderSearch, best: _Candidate, bound: GraphBound) -> tuple[_Candidate, GraphBound, bool]:
+        """The joint model (small graphs), local search on packings, the inner planner: while
+        the best plan is not proven."""
+        s, proven = self.settings, False
+        if "joint" in s.methods and joint.fits(self.graph, s.joint_max_ops, s.joint_max_tensors):
             best, proven, bound = self._timed("joint", lambda: self._joint(search, best, bound))
-        if "pack-local" in s.methods and best is not None and not proven and not _at(best.plan, bound):
+        if "pack-local" in s.methods and not proven and not _at(best.plan, bound):
             best = self._timed("pack-local", lambda: self._pack_local(search, best))
-        if best is not None and not proven and not _at(best.plan, bound):
-            final = self._timed("final", lambda: self.pack(best.order, best.method, self.planner, self._rest(), final=True))
+        if not proven and not _at(best.plan, bound):
+            chosen = best
+            final = self._timed("final", lambda: self.pack(chosen.order, chosen.method, self.planner, self._rest(), final=True))
             if final is not None and _value(final.plan) <= _value(best.plan):
                 best = final
         return best, bound, proven
