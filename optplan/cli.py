@@ -222,15 +222,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def _validate_graph(args: argparse.Namespace, graph: Graph) -> int:
     """A graph's plan: its order (default: the given one), the reuses it takes, its placements."""
     from optplan.formats import read_plan_file
-    from optplan.formats.graph_json import order_and_reuses
+    from optplan.formats.graph_json import order_and_reuses, plan_problem
     from optplan.graph.bounds import order_bound
     from optplan.graph.loads import Loads
-    from optplan.graph.validate import validate_graph_plan
 
     placements, doc = read_plan_file(args.plan, graph.base)
+    problem, violations = plan_problem(graph, doc, args.plan, placements)
     order, reuses = order_and_reuses(graph, doc or {}, args.plan)
-    violations = validate_graph_plan(graph, order, reuses, placements)
-    problem = graph.problem(graph.order_of(order), reuses) if not violations else graph.base
     if args.json:
         out.print(json.dumps({"valid": not violations, "violations": [str(v) for v in violations],
                               "peak": peaks(problem, placements) if not violations else None}), markup=False)

@@ -16,6 +16,7 @@ from optplan.cli import main
 from optplan.core.buffer import Memory
 from optplan.core.errors import FormatError, ProblemError
 from optplan.core.plan import Placement, Status
+from optplan.core.validate import validate
 from optplan.formats import read_input, read_problem, write_graph
 from optplan.formats.graph_json import graph_from_json, graph_to_json
 from optplan.graph import Graph, Op, Reuse, Tensor
@@ -242,6 +243,7 @@ def test_reorder_bound_holds_for_every_order_without_the_exact_methods() -> None
         only = OrderSettings(methods=("given",))
         gp = solve_graph(g, "naive", reorder=True, settings=only)
         assert gp.plan.lower_bound["mem"] <= least_live_load(g) <= gp.plan.peak["mem"], seed
+        assert gp.plan.planner == "naive" and "placed by" not in gp.plan.message  # the planner asked for packs
 
 
 def test_reorder_beats_the_given_order_with_many_memories() -> None:
@@ -249,3 +251,19 @@ def test_reorder_beats_the_given_order_with_many_memories() -> None:
     given_plan, chosen = solve_graph(g, time_limit=10), solve_graph(g, reorder=True, time_limit=10)
     assert chosen.plan.objective_value < given_plan.plan.objective_value
     assert validate_graph_plan(g, chosen.order, chosen.reuses, chosen.plan.placements) == []
+
+
+def test_plot_draws_a_reordered_plan_under_its_order(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    pytest.importorskip("matplotlib")
+    src = tmp_path / "g.json"
+    write_graph(two_branches(), src)
+    assert run(capsys, "solve", str(src), "--reorder", "-o", str(tmp_path / "p.json"), "--time-limit", "10")[0] == 0
+    code, o, _ = run(capsys, "plot", str(src), str(tmp_path / "p.json"), "-o", str(tmp_path / "p.svg"))
+    assert code == 0 and (tmp_path / "p.svg").exists()
+    doc = json.loads((tmp_path / "p.json").read_text())
+    placed = {k: Placement(v["memory"], v["offset"]) for k, v in doc["placements"].items()}
+    assert validate(two_branches().base, placed)  # under the given order's lifetimes it would not be valid
+    doc["order"] = doc["order"][::-1]
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    code, o, _ = run(capsys, "plot", str(src), str(tmp_path / "bad.json"), "-o", str(tmp_path / "bad.svg"))
+    assert code == 1 and "INVALID" in o and not (tmp_path / "bad.svg").exists()

@@ -11,9 +11,12 @@ from typing import Any
 
 from optplan.core.buffer import Memory
 from optplan.core.errors import FormatError, ProblemError
+from optplan.core.plan import Placement
+from optplan.core.problem import Problem
 from optplan.formats.native_json import VERSION, _load, _validator, plan_to_dict
 from optplan.graph.model import Graph, Op, Reuse, Tensor
 from optplan.graph.plan import GraphPlan
+from optplan.graph.validate import validate_graph_plan
 
 _MARK = re.compile(r'"format"\s*:\s*"optplan-graph"')
 _TENSOR_FIELDS = ("alignment", "allowed", "blocked", "fixed_memory", "fixed_offset", "hint_memory", "hint_offset", "benefit")
@@ -119,3 +122,15 @@ def order_and_reuses(graph: Graph, doc: Mapping[str, Any], source: str) -> tuple
         p = st.producer[i]
         out.append(Reuse(graph.ops[p].id if p >= 0 else "(none)", y, x))
     return tuple(order), tuple(out)
+
+
+def plan_problem(graph: Graph, doc: Mapping[str, Any] | None, source: str,
+                 placements: Mapping[str, Placement]) -> tuple[Problem, list[str]]:
+    """The problem a graph's plan file places (its order's lifetimes, its reuses), and what is
+    wrong with the plan (``validate_graph_plan``; empty: valid; then the problem is the given
+    order's)."""
+    order, reuses = order_and_reuses(graph, doc or {}, source)
+    violations = validate_graph_plan(graph, order, reuses, placements)
+    if violations:
+        return graph.base, [str(v) for v in violations]
+    return graph.problem(graph.order_of(order), reuses), []

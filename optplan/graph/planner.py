@@ -75,6 +75,9 @@ class _Run:
         self.objective = Objective.parse(options.get("objective"), graph.base)  # type: ignore[arg-type]
         self.loads = Loads(graph.structure)
         self.stats: dict[str, object] = {}
+        # what packs the candidate orders: under auto the constructive heuristics (fast, often at
+        # the bound), else the planner asked for
+        self.packer: str | None = None if planner == "auto" else planner
 
     # -- the given order -------------------------------------------------------------------
     def given(self) -> tuple[_Candidate | None, GraphBound, bool]:
@@ -82,7 +85,7 @@ class _Run:
         bound = order_bound(self.graph, order, self.loads) if self.reuse else _no_reuse_bound(self.graph, order)
         if bound.infeasible:
             return None, bound, False
-        best = self.pack(order, "given", None, self.deadline)  # the heuristics first: often at the bound
+        best = self.pack(order, "given", self.packer, self.deadline) if self.packer is None else None  # often at the bound
         if best is None or not _at(best.plan, bound):
             final = self.pack(order, "given", self.planner, self._rest(), final=True)
             if final is not None and (best is None or _value(final.plan) <= _value(best.plan)):
@@ -122,7 +125,7 @@ class _Run:
             best, proven, bound = self._timed("joint", lambda: self._joint(search, best, bound))
         if "pack-local" in s.methods and not proven and not _at(best.plan, bound):
             best = self._timed("pack-local", lambda: self._pack_local(search, best))
-        if not proven and not _at(best.plan, bound):
+        if not proven and not _at(best.plan, bound) and self.packer is None:
             chosen = best
             final = self._timed("final", lambda: self.pack(chosen.order, chosen.method, self.planner, self._rest(), final=True))
             if final is not None and _value(final.plan) <= _value(best.plan):
@@ -152,7 +155,7 @@ class _Run:
         for _, name, order in search.ranked()[:self.settings.candidates]:
             if self.deadline.expired() and best is not None:
                 break
-            c = self.pack(order, name, None, self.deadline)
+            c = self.pack(order, name, self.packer, self.deadline)
             if c is not None and (best is None or _value(c.plan) < _value(best.plan)):
                 best = c
         return best
@@ -163,7 +166,7 @@ class _Run:
         kept: dict[tuple[int, ...], _Candidate] = {}
 
         def score(order: list[int]) -> tuple[int, ...]:
-            c = self.pack(order, "pack-local", None, part)
+            c = self.pack(order, "pack-local", self.packer, part)
             if c is None:
                 return (1 << 62,)
             kept[tuple(order)] = c
@@ -221,7 +224,7 @@ class _Run:
         if not best.reuses or self.deadline.expired() or (
                 len(self.graph.memories) == 1 and self.loads.score(best.order, False)[0] > max(best.plan.peak.values())):
             return best
-        plain = self.pack(best.order, best.method, None, self.deadline.part(None), reuses=[])
+        plain = self.pack(best.order, best.method, self.packer, self.deadline.part(None), reuses=[])
         return plain if plain is not None and _value(plain.plan) <= _value(best.plan) else best
 
     def _reuses(self, order: list[int]) -> list[Reuse]:
