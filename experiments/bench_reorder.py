@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import shlex
@@ -155,7 +156,7 @@ def _cell(r: dict) -> str:
 
 def table(rows: list[dict]) -> list[str]:
     head = ["graph", "ops", "tensors", "reuses", "given: live / planned", "given + reuse: planned",
-            "best simple order: live / planned", "--reorder: planned", "--reorder + reuse: planned", "bound (every order)",
+            "best simple order (+ reuse): live / planned", "--reorder: planned", "--reorder + reuse: planned", "bound (every order)",
             "reduction", "bfs / dfs / greedy live vs optplan (vs bound)"]
     out = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for r in rows:
@@ -167,6 +168,29 @@ def table(rows: list[dict]) -> list[str]:
         out.append(f"| {r['name']} | {r['ops']} | {r['tensors']} | {r['reuses']} | {_mib(r['live_no_reuse'])} / {_cell(r['given'])} | "
                    f"{_cell(r['given_reuse'])} | {r['best_simple']} {_mib(r['live'][r['best_simple']])} / {_cell(r['simple_planned'])} | "
                    f"{_cell(r['reorder'])} | {_cell(r['reorder_reuse'])} | {_mib(best.get('bound'))} | {red} | {simple} |")
+    return out
+
+
+def summary(rows: list[dict]) -> list[str]:
+    """Per family: the peak reduction (the given order without reuse, planned, over --reorder with
+    reuse, planned), and how many plans are proven optimal in each setting."""
+    out = ["| family | graphs | reduction: min / geometric mean / max | reuse alone (given order) | reorder alone (no reuse) | "
+           "proven optimal: given / given + reuse / reorder / reorder + reuse |", "| --- | --- | --- | --- | --- | --- |"]
+    for fam in dict.fromkeys(r["family"] for r in rows):
+        rs = [r for r in rows if r["family"] == fam and all("peak" in r[k] for k in ("given", "given_reuse", "reorder", "reorder_reuse"))]
+        if not rs:
+            continue
+
+        def ratios(a: str, b: str, rs: list[dict] = rs) -> list[float]:
+            return [r[a]["peak"] / r[b]["peak"] for r in rs]
+
+        def gm(xs: list[float]) -> float:
+            return math.exp(sum(map(math.log, xs)) / len(xs))
+
+        red = ratios("given", "reorder_reuse")
+        proven = " / ".join(str(sum(r[k]["status"] == "OPTIMAL" for r in rs)) for k in ("given", "given_reuse", "reorder", "reorder_reuse"))
+        out.append(f"| {fam} | {len(rs)} | {min(red):.2f}x / {gm(red):.2f}x / {max(red):.2f}x | {gm(ratios('given', 'given_reuse')):.2f}x | "
+                   f"{gm(ratios('given', 'reorder')):.2f}x | {proven} of {len(rs)} |")
     return out
 
 
@@ -198,8 +222,15 @@ def main(argv: list[str]) -> None:
                 f.write(json.dumps(row) + "\n")
             rows.append(row)
     command = "python experiments/bench_reorder.py " + shlex.join(argv)
-    lines = ["# The operator order and in-place reuse (issue 33)", "", "```", command, "```", ""]
-    Path(args.output).write_text("\n".join(lines + table(rows)) + "\n")
+    loads = [r["load"] for r in rows]
+    lines = ["# The operator order and in-place reuse (issue 33)", "", "```", command, "```", "",
+             f"{os.cpu_count()} cores, shared; load average during the rows {min(loads):.1f}-{max(loads):.1f}. "
+             f"Limits: given order {args.given_limit:g} s, --reorder {args.time_limit:g} s; peaks in MiB; **OPT**: proven optimal "
+             "(given order: over its reuse choices; --reorder: over every order and reuse choice), else the plan over its "
+             "bound; seconds are whole processes. reduction: the given order without reuse over --reorder with reuse, both planned.", ""]
+    old = Path(args.output).read_text() if Path(args.output).exists() else ""
+    notes = old[old.index("## Notes"):] if "## Notes" in old else ""  # hand-written: kept across reruns
+    Path(args.output).write_text("\n".join(lines + summary(rows) + [""] + table(rows)) + "\n" + ("\n" + notes if notes else ""))
 
 
 if __name__ == "__main__":
