@@ -147,11 +147,12 @@ def _mib(x: int | None) -> str:
     return "-" if x is None else f"{x / 2**20:,.2f}"
 
 
-def _cell(r: dict) -> str:
+def _cell(r: dict, method: bool = False) -> str:
     if "error" in r:
         return f"error: {r['error'][:60]}"
     proven = "**OPT**" if r["status"] == "OPTIMAL" else f"{r['peak'] / max(r['bound'], 1):.3f}x bd"
-    return f"{_mib(r['peak'])} ({proven}, {r['wall']:.0f} s)"
+    via = f", {r['method']}" if method and r.get("method") else ""
+    return f"{_mib(r['peak'])} ({proven}, {r['wall']:.0f} s{via})"
 
 
 def table(rows: list[dict]) -> list[str]:
@@ -167,7 +168,7 @@ def table(rows: list[dict]) -> list[str]:
                             for k in ("bfs", "dfs", "greedy")) if "peak" in best else "-"
         out.append(f"| {r['name']} | {r['ops']} | {r['tensors']} | {r['reuses']} | {_mib(r['live_no_reuse'])} / {_cell(r['given'])} | "
                    f"{_cell(r['given_reuse'])} | {r['best_simple']} {_mib(r['live'][r['best_simple']])} / {_cell(r['simple_planned'])} | "
-                   f"{_cell(r['reorder'])} | {_cell(r['reorder_reuse'])} | {_mib(best.get('bound'))} | {red} | {simple} |")
+                   f"{_cell(r['reorder'], True)} | {_cell(r['reorder_reuse'], True)} | {_mib(best.get('bound'))} | {red} | {simple} |")
     return out
 
 

@@ -68,3 +68,21 @@ def brute_force_graph(graph: Graph) -> int:
                 best = found[0] if best is None else min(best, found[0])
     assert best is not None
     return best
+
+
+def random_dag(n: int, seed: int, width: int = 3) -> Graph:
+    """A wider random DAG: ``n`` ops, each reading one to three of the last ``4 * width`` outputs
+    (or the input), writing one tensor of 1-4 units; the outputs nobody reads summed at the end."""
+    import random
+
+    r = random.Random(seed)
+    tensors = [Tensor("x", 4, input=True)]
+    ops: list[Op] = []
+    for k in range(n):
+        pool = [t.id for t in tensors[-4 * width:]]
+        reads = tuple(dict.fromkeys(r.choice(pool) for _ in range(r.randint(1, 3))))
+        tensors.append(Tensor(f"t{k}", 4 * r.randint(1, 4)))
+        ops.append(Op(f"o{k}", reads, (f"t{k}",)))
+    read = {x for o in ops for x in o.inputs}
+    ops.append(Op("end", tuple(t.id for t in tensors[1:] if t.id not in read), ()))
+    return Graph(tuple(tensors), tuple(ops))

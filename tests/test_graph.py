@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from graphs import brute_force_graph, least_live_load, tiny_graph
+from graphs import brute_force_graph, least_live_load, random_dag, tiny_graph
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -244,6 +244,13 @@ def test_reorder_bound_holds_for_every_order_without_the_exact_methods() -> None
         gp = solve_graph(g, "naive", reorder=True, settings=only)
         assert gp.plan.lower_bound["mem"] <= least_live_load(g) <= gp.plan.peak["mem"], seed
         assert gp.plan.planner == "naive" and "placed by" not in gp.plan.message  # the planner asked for packs
+
+
+def test_deterministic_reorder_repeats() -> None:
+    g = random_dag(40, 3)
+    first, again = (solve_graph(g, reorder=True, time_limit=2, deterministic=True) for _ in range(2))
+    assert first.order == again.order and dict(first.plan.placements) == dict(again.plan.placements)
+    assert first.plan.peak["mem"] < solve_graph(g, time_limit=2).plan.peak["mem"]
 
 
 def test_reorder_beats_the_given_order_with_many_memories() -> None:

@@ -42,7 +42,7 @@ class Loads:
 
     def spans(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(start, end, last)`` per tensor: its lifetime and the step of its last reader (-1: none)."""
-        start = np.where(self.producer >= 0, pos[np.maximum(self.producer, 0)], 0)
+        start = np.where(self.producer >= 0, pos[np.maximum(self.producer, 0)], 0) if self.n else np.zeros(len(self.size), np.int64)
         last = np.full(len(self.size), -1, np.int64)
         if len(self.consumers):
             last[self.read] = np.maximum.reduceat(pos[self.consumers], self.first)

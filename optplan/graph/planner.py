@@ -254,6 +254,8 @@ class _Run:
             raise PlannerBug(f"graph plan ({best.method}) is invalid: {bad[0]} ({len(bad)} violations)")
         stats["order_method"] = best.method
         stats["reuses"] = len(best.reuses)
+        if self.deadline.deterministic and self.deadline.root.guard_hit:
+            stats["deterministic_wall_capped"] = 1
         plan = _graph_status(g, best, lower, proven, self.objective, seconds, stats, self.planner)
         return GraphPlan(plan, order_ids, tuple(best.reuses), best.problem, stats)
 
@@ -272,7 +274,8 @@ def _graph_status(graph: Graph, best: _Candidate, lower: dict[str, int], proven:
         not objective.counts_benefit or objective.lost(problem, plan.placements) <= objective.lost_floor(graph.base))
     status = Status.OPTIMAL if proven or at_bounds or value <= bound else Status.FEASIBLE
     placed = f"placed by {plan.planner}" if plan.planner != planner else ""
-    message = "; ".join(filter(None, [plan.message, placed, f"order: {best.method}, {len(best.reuses)} reuse(s) taken"]))
+    guarded = registry.GUARDED if stats.get("deterministic_wall_capped") and registry.GUARDED not in plan.message else ""
+    message = "; ".join(filter(None, [plan.message, placed, f"order: {best.method}, {len(best.reuses)} reuse(s) taken", guarded]))
     return Plan(plan.placements, status, planner, peak, lower, seconds, objective, value, min(bound, value),
                 message, {**plan.stats, **stats}, objective.components(problem, value, min(bound, value)))
 

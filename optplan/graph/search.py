@@ -42,6 +42,20 @@ class OrderSettings:
 
 
 METHODS = OrderSettings().methods
+# Deterministic runs count work instead of timing it: per deterministic second of their limit, at
+# most this many exact-search states per segment and local-search moves (the counts of
+# OrderSettings cap them), and one beam.
+DET_STATES, DET_MOVES = 20_000, 2_000
+
+
+def _timed(deadline: Deadline) -> bool:
+    """The wall clock decides when a method stops (else its counts do)."""
+    return deadline.limited and not deadline.deterministic
+
+
+def _counted(deadline: Deadline, cap: int, per_second: int) -> int:
+    """A method's count: ``cap``, less under a deterministic limit (``per_second`` per second)."""
+    return min(cap, max(1, int(per_second * deadline.seconds))) if deadline.deterministic and deadline.limited else cap
 
 
 class OrderSearch:
@@ -101,7 +115,8 @@ class OrderSearch:
                     proven = False
                 continue
             try:
-                got = exact.best_first(self.seg[i], upper, self.settings.exact_states, deadline.expired)
+                got = exact.best_first(self.seg[i], upper, _counted(deadline, self.settings.exact_states, DET_STATES),
+                                       deadline.expired)
             except exact.Unfinished as e:
                 self.seg_bound[i] = max(self.seg_bound[i], e.bound)
                 proven = False
@@ -131,7 +146,7 @@ class OrderSearch:
                 if got is not None and got.peak < self.seg_best[i][0]:  # type: ignore[index]
                     self.seg_best[i] = (got.peak, got.order)
             width *= 4
-            if not deadline.limited or deadline.expired() or self.done():
+            if not _timed(deadline) or deadline.expired() or self.done():
                 break
         self.found["beam"] = self.best()
 
@@ -140,7 +155,7 @@ class OrderSearch:
         """Local search from ``start`` (default: the best order) under ``score`` (default: the
         live load)."""
         first = start if start is not None else self.best()
-        budget = moves or (self.settings.local_moves if not deadline.limited else 1 << 40)  # limited: the time decides
+        budget = moves or (1 << 40 if _timed(deadline) else _counted(deadline, self.settings.local_moves, DET_MOVES))
         got, _ = orders.local_search(self.st, first, score or self.score, deadline.expired, self.rng,
                                      self._peak_step, budget)
         return got
