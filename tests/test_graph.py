@@ -156,6 +156,23 @@ def test_a_reuse_that_lowers_nothing_is_not_taken() -> None:
     assert gp.plan.peak == {"mem": 110} and gp.plan.status is Status.OPTIMAL and gp.reuses == ()
 
 
+def test_a_capacity_below_a_tensor_is_infeasible_not_a_bad_reuse(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
+    write_graph(chain(), tmp_path / "chain.json")
+    code, o, e = run(capsys, "solve", str(tmp_path / "chain.json"), "--capacity", "90")
+    assert code == 1 and e == "" and "INFEASIBLE" in o and "'x' needs 100 bytes" in o
+
+
+def test_the_report_counts_an_output_in_its_input_once(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
+    """Not minimizing (feasible), the report's bound is the live load of the plan: with a reuse,
+    its two tensors share their step's bytes."""
+    write_graph(chain(), tmp_path / "chain.json")
+    code, o, _ = run(capsys, "solve", str(tmp_path / "chain.json"), "--capacity", "150", "--objective", "feasible", "--json")
+    assert code == 0 and json.loads(o)["peak"] == {"mem": 100}
+    code, o, _ = run(capsys, "solve", str(tmp_path / "chain.json"), "--capacity", "150", "--objective", "feasible")
+    row = next(line.split() for line in o.splitlines() if line.strip().startswith("mem "))
+    assert row[1:4] == ["150", "100", "100"]  # capacity, peak, lower bound (was 200: both tensors counted)
+
+
 def test_solve_rejects_reorder_of_a_problem(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     path = write(tmp_path, {"format": "optplan-problem", "version": 1, "buffers": [{"id": "a", "size": 1, "start": 0, "end": 1}]})
     code, _, e = run(capsys, "solve", str(path), "--reorder")

@@ -371,8 +371,9 @@ def _never(graph: Graph, k: int, y: int, x: int) -> str | None:
 def _offset_conflict(graph: Graph, x: int, y: int) -> str | None:
     """Why tensors ``x`` and ``y`` cannot share an offset (memories, alignment, fixed offsets)."""
     a, b = graph.tensors[x], graph.tensors[y]
+    free = tuple(replace(m, capacity=None) for m in graph.memories)  # the output fits in the input: its bytes decide
     try:
-        Problem((a.buffer(0, 2), b.buffer(1, 2)), graph.memories, (RelativePlacement(b.id, a.id, 0),))
+        Problem((a.buffer(0, 2), b.buffer(1, 2)), free, (RelativePlacement(b.id, a.id, 0),))
     except ProblemError as e:
         return str(e).split(": ", 2)[-1]
     return None
