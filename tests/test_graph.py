@@ -20,11 +20,13 @@ from optplan.core.validate import validate
 from optplan.formats import read_input, read_problem, write_graph
 from optplan.formats.graph_json import graph_from_json, graph_to_json
 from optplan.graph import Graph, Op, Reuse, Tensor
+from optplan.graph.bounds import necessary
 from optplan.graph.exact import Segment, best_first
 from optplan.graph.loads import Loads, Relations
 from optplan.graph.planner import solve_graph
 from optplan.graph.search import OrderSettings
 from optplan.graph.validate import validate_graph_plan
+from optplan.graph.windows import window_bound
 
 ISSUE_EXAMPLE = {
     "format": "optplan-graph", "version": 1,
@@ -248,6 +250,19 @@ def test_reorder_finds_the_brute_force_optimum(data: st.DataObject) -> None:
     assert gp.plan.status is Status.OPTIMAL
     assert gp.plan.objective_value == brute_force_graph(g)
     assert validate_graph_plan(g, gp.order, gp.reuses, gp.plan.placements) == []
+
+
+def test_every_window_bounds_the_least_live_load() -> None:
+    import random
+
+    for seed in range(60):
+        r = random.Random(seed)
+        g = tiny_graph(lambda lo, hi, r=r: r.randint(lo, hi), ops=6, alignment=False)
+        st, rel = g.structure, Relations.of(g.structure)
+        sets, least = necessary(g, rel), least_live_load(g)
+        for w in range(1, st.ops + 1):
+            for first in range(st.ops - w + 1):
+                assert window_bound(st, rel, sets, range(first, first + w), True, 10**6, lambda: False) <= least, seed
 
 
 def test_reorder_bound_holds_for_every_order_without_the_exact_methods() -> None:

@@ -107,6 +107,8 @@ class _Run:
             self._timed("local", lambda: search.add("local", search.local(self._share(s.local_share))))
         if "exact" in s.methods:
             self._timed("exact", lambda: search.exact(self._share(s.exact_share)))
+        if "windows" in s.methods and not search.done():
+            self._timed("windows", lambda: search.windows(self._share(s.window_share)))
         bound = any_order_bound(g, search.rel, loads, search.proven_floor())
         self.stats["orders"] = {name: search.score(o)[0] for name, o in search.found.items()}
         self.stats["segments"] = len(search.segments)

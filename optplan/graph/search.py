@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from optplan.core.deadline import Deadline
-from optplan.graph import exact, orders
+from optplan.graph import exact, orders, windows
 from optplan.graph.loads import Loads, Relations, is_topological
 from optplan.graph.model import Graph
 
@@ -24,13 +24,16 @@ class OrderSettings:
     """What the order methods may do. ``methods``: which run (``METHODS``); the shares are of the
     time limit (without one the counts alone bound them)."""
 
-    methods: tuple[str, ...] = ("given", "bfs", "dfs", "greedy", "exact", "beam", "local", "joint", "pack-local")
+    methods: tuple[str, ...] = ("given", "bfs", "dfs", "greedy", "exact", "beam", "local", "windows", "joint", "pack-local")
     exact_states: int = 500_000  # per segment
     exact_share: float = 0.35
     beam_width: int = 4  # the first beam's (four times wider each time after, while time is left)
     beam_share: float = 0.15
     local_moves: int = 20_000  # without a time limit
     local_share: float = 0.1
+    window_sizes: tuple[int, ...] = (16, 32, 48)  # ops per window (bounds: ``windows``)
+    window_states: int = 100_000  # per window
+    window_share: float = 0.1
     joint_max_ops: int = 14
     joint_max_tensors: int = 40
     joint_share: float = 0.3
@@ -73,6 +76,7 @@ class OrderSearch:
         self.found: dict[str, list[int]] = {}  # method -> its order
         self.rng = random.Random(settings.seed)
         self.floor = 0  # a proven lower bound on every order's peak live load (the caller's): at it, stop
+        self.window_floor = 0  # the windows' proven bound (``windows``)
 
     def done(self) -> bool:
         """The best order is at a proven floor: no method can lower its live load."""
@@ -131,8 +135,22 @@ class OrderSearch:
         return proven
 
     def proven_floor(self) -> int:
-        """The least peak live load of every order is at least this (the segments' proven bounds)."""
-        return max(self.seg_bound, default=0)
+        """The least peak live load of every order is at least this (the segments' proven bounds,
+        the windows')."""
+        return max(max(self.seg_bound, default=0), self.window_floor)
+
+    def windows(self, deadline: Deadline) -> None:
+        """Bounds from the exact search on windows around the best order's peaks (``windows``),
+        the smallest first, while they could still raise the floor."""
+        from optplan.graph.bounds import necessary
+
+        sets = necessary(self.graph, self.rel)
+        for ops in windows.windows_around_peaks(self.loads, self.best(), self.settings.window_sizes, 3):
+            if deadline.expired() or self.done():
+                break
+            got = windows.window_bound(self.st, self.rel, sets, ops, self.reuse,
+                                       _counted(deadline, self.settings.window_states, DET_STATES), deadline.expired)
+            self.window_floor = max(self.window_floor, got)
 
     def beam(self, deadline: Deadline) -> None:
         """A beam on the segments the exact search left open, the heaviest first; while time is
