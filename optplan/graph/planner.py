@@ -157,7 +157,8 @@ class _Run:
         for _, name, order in search.ranked()[:self.settings.candidates]:
             if self.deadline.expired() and best is not None:
                 break
-            c = self.pack(order, name, self.packer, self.deadline)
+            each = self.deadline if self.packer is None else self._share(0.5 / self.settings.candidates)  # (an exact planner runs to its limit)
+            c = self.pack(order, name, self.packer, each)
             if c is not None and (best is None or _value(c.plan) < _value(best.plan)):
                 best = c
         return best
