@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optplan.graph.model import Reuse, Structure
+from optplan.graph.model import Structure
 
 
 class Loads:
@@ -87,12 +87,6 @@ class Loads:
             if last[x] == pos[k] and (x not in chosen or self.size[y] > self.size[chosen[x][1]]):
                 chosen[x] = (k, y, x)
         return sorted(chosen.values())
-
-
-def reuses_of(st: Structure, ids: tuple[Sequence[str], Sequence[str]], picked: list[tuple[int, int, int]]) -> tuple[Reuse, ...]:
-    """Index triples -> Reuse records, given (op ids, tensor ids)."""
-    ops, tensors = ids
-    return tuple(Reuse(ops[k], tensors[y], tensors[x]) for k, y, x in picked)
 
 
 @dataclass(frozen=True, eq=False)

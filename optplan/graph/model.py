@@ -404,14 +404,4 @@ def _topological(st: Structure) -> list[int]:
     return out
 
 
-def aligned_total(sizes: Iterable[int], alignment: int) -> int:
-    """Bytes ``sizes`` need side by side when every offset is a multiple of ``alignment``: all
-    but the top one rounded up."""
-    sizes = [s for s in sizes if s > 0]
-    if not sizes or alignment <= 1:
-        return sum(sizes)
-    rounded = [-(-s // alignment) * alignment for s in sizes]
-    return sum(rounded) - max(r - s for r, s in zip(rounded, sizes))
-
-
-__all__ = ["Graph", "GraphError", "Op", "Reuse", "Structure", "Tensor", "aligned_total"]
+__all__ = ["Graph", "GraphError", "Op", "Reuse", "Structure", "Tensor"]
