@@ -14,6 +14,7 @@ from optplan.cli.report import num, plan_table, print_json, report_plan
 if TYPE_CHECKING:
     from optplan.core.deadline import Deadline
     from optplan.core.problem import Problem
+    from optplan.graph.model import Graph
 
 
 def capped(problem: Problem, capacity: int) -> Problem:
@@ -35,16 +36,35 @@ def hierarchy(problem: Problem, args: argparse.Namespace) -> Problem:
 
 
 def load(args: argparse.Namespace) -> Problem:
-    """The problem of ``args.problem`` with ``--memory`` and ``--capacity`` applied; the output
-    path checked against it (CSV: one memory) before any work."""
-    from optplan.formats import check_output, read_problem
+    """The problem of ``args.problem`` (a graph's: under its given order, no reuse taken) with
+    ``--memory`` and ``--capacity`` applied; the output path checked against it (CSV: one memory)
+    before any work."""
+    from optplan.core.problem import Problem
 
-    problem = hierarchy(read_problem(args.problem), args)
+    found = load_input(args)
+    return found if isinstance(found, Problem) else found.base
+
+
+def load_input(args: argparse.Namespace) -> Problem | Graph:
+    """The problem or graph of ``args.problem``, in the memories of ``--memory``, capped by
+    ``--capacity``; the output path checked before any work (a graph's plan is JSON only)."""
+    from optplan.core.errors import OptplanError
+    from optplan.core.problem import Problem
+    from optplan.formats import check_output, read_input
+    from optplan.formats.memspec import parse_memories
+
+    found = read_input(args.problem)
+    if getattr(args, "memory", None):
+        found = found.with_memories(parse_memories(args.memory))
     if getattr(args, "capacity", None) is not None:
-        problem = capped(problem, args.capacity)
+        if args.capacity < 0:
+            raise OptplanError(f"--capacity must be >= 0, got {args.capacity}")
+        found = found.with_capacity(args.capacity)
     if getattr(args, "output", None):  # what the problem decides (CSV: one memory), before any solve
-        check_output(args.output, args.output_kind, len(problem.memories), bool(problem.relative))
-    return problem
+        check_output(args.output, args.output_kind, len(found.memories), isinstance(found, Problem) and bool(found.relative))
+        if not isinstance(found, Problem) and args.output_kind == "plan" and str(args.output).lower().endswith(".csv"):
+            raise OptplanError(f"{args.output}: a graph's plan carries its order: write it as .json")
+    return found
 
 
 def _deadline(args: argparse.Namespace) -> Deadline:
@@ -60,22 +80,31 @@ def _deadline(args: argparse.Namespace) -> Deadline:
 
 def solve(args: argparse.Namespace) -> int:
     from optplan import registry
+    from optplan.core.errors import OptplanError
     from optplan.core.lifecycle import interruptible
+    from optplan.core.problem import Problem
     from optplan.formats import write_plan
 
     deadline = _deadline(args)
     with interruptible(deadline) as signals:
-        problem = load(args)
+        found = load_input(args)
+        if isinstance(found, Problem) and (args.reorder or not args.reuse):
+            raise OptplanError("--reorder and --no-reuse apply to graphs (optplan-graph files)")
         signals.solving = True  # from here a signal stops the planners, and their best plan is kept
         progress, stop = _progress_printer() if not args.json else (None, lambda: None)
+        options = dict(deadline=deadline, workers=args.workers, seed=args.seed, objective=args.objective, progress=progress)
         try:
-            plan = registry.solve(problem, args.planner, deadline=deadline, workers=args.workers,
-                                  seed=args.seed, objective=args.objective, progress=progress)
+            if isinstance(found, Problem):
+                problem, plan, doc = found, registry.solve(found, args.planner, **options), None
+            else:
+                from optplan.cli import graph as graphs
+
+                problem, plan, doc = graphs.solve(args, found, options)
         finally:
             stop()
-        if args.output and plan.found:
+        if args.output and plan.found and doc is None:
             write_plan(problem, plan, args.output)
-    report_plan(args, problem, plan)
+    report_plan(args, problem, plan, doc)
     if signals.exit_code is not None:
         warn("optplan: interrupted" + (f"; the best plan found is in {args.output}" if args.output and plan.found else ""))
         return signals.exit_code
@@ -93,9 +122,14 @@ def _progress_printer():  # type: ignore[no-untyped-def]  # (SolveProgress, its 
 def validate(args: argparse.Namespace) -> int:
     from optplan.core.bounds import lower_bounds
     from optplan.core.plan import peaks
+    from optplan.core.problem import Problem
     from optplan.formats import validate_plan_file
 
-    problem = load(args)  # --capacity: check a plan for MiniMalloc's fixed-capacity problems
+    problem = load_input(args)  # --capacity: check a plan for MiniMalloc's fixed-capacity problems
+    if not isinstance(problem, Problem):
+        from optplan.cli import graph as graphs
+
+        return graphs.validate(args, problem)
     placements, violations = validate_plan_file(args.plan, problem)  # and what the plan claims
     if args.json:
         say(json.dumps({"valid": not violations, "violations": [str(v) for v in violations],
@@ -114,9 +148,15 @@ def validate(args: argparse.Namespace) -> int:
 
 def bounds(args: argparse.Namespace) -> int:
     from optplan.core.bounds import lower_bounds
+    from optplan.core.problem import Problem
 
-    problem = load(args)
+    found = load_input(args)
+    problem = found if isinstance(found, Problem) else found.base
     b = lower_bounds(problem)
+    if not isinstance(found, Problem):  # a graph: its given order with any reuses it allows; and every order
+        from optplan.cli import graph as graphs
+
+        b = graphs.bounds(args, found, b)
     if args.json:
         say(json.dumps({"lower_bound": b.lower, "step": b.step, "infeasible": b.infeasible}))
         return EXIT_NO_PLAN if b.infeasible else EXIT_OK

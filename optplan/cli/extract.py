@@ -13,9 +13,11 @@ from optplan.core.errors import OptplanError
 
 if TYPE_CHECKING:
     from optplan.core.problem import Problem
+    from optplan.graph.model import Graph
 
 
 def extract(args: argparse.Namespace) -> int:
+    from optplan.core.problem import Problem
     from optplan.formats import check_output, write_problem
 
     source = str(args.program)
@@ -29,6 +31,10 @@ def extract(args: argparse.Namespace) -> int:
         raise OptplanError("--training needs a module given as path.py:factory")
     else:
         problem = _extract_torch(args)
+    if not isinstance(problem, Problem):  # --graph
+        from optplan.cli import graph as graphs
+
+        return graphs.write(args, problem)
     problem = hierarchy(problem, args)
     check_output(args.output, "problem", len(problem.memories), bool(problem.relative))
     write_problem(problem, args.output)
@@ -36,31 +42,34 @@ def extract(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _extract_torch(args: argparse.Namespace) -> Problem:
+def _extract_torch(args: argparse.Namespace) -> Problem | Graph:
     _extract_torch_available()
     from optplan.frontends.torch_export import extract
+    from optplan.frontends.torch_graph import extract_graph
 
-    return extract(args.program, plan_inputs=args.plan_inputs, plan_outputs=args.plan_outputs, alignment=args.alignment)
+    return (extract_graph if args.graph else extract)(args.program, plan_inputs=args.plan_inputs,
+                                                      plan_outputs=args.plan_outputs, alignment=args.alignment)
 
 
-def _extract_module(args: argparse.Namespace) -> Problem:
+def _extract_module(args: argparse.Namespace) -> Problem | Graph:
     """``path.py:factory`` returning (model, example_inputs[, loss]): one training step with
     ``--training``, else the inference program through torch.export."""
     _extract_torch_available()
     import torch
 
     from optplan.frontends.torch_export import problem_from_program
+    from optplan.frontends.torch_graph import graph_from_program
     from optplan.frontends.training import extract_training, load_factory
 
     model, inputs, *loss = load_factory(args.program)
     name = Path(args.program.rpartition(":")[0]).stem
     if args.training:
         return extract_training(model, tuple(inputs), loss[0] if loss else None, plan_inputs=args.plan_inputs,
-                                alignment=args.alignment, name=name)
+                                alignment=args.alignment, name=name, graph=args.graph)
     with torch.no_grad():
         ep = torch.export.export(model.eval(), tuple(inputs))
-    return problem_from_program(ep, plan_inputs=args.plan_inputs, plan_outputs=args.plan_outputs,
-                                alignment=args.alignment, name=name)
+    return (graph_from_program if args.graph else problem_from_program)(
+        ep, plan_inputs=args.plan_inputs, plan_outputs=args.plan_outputs, alignment=args.alignment, name=name)
 
 
 def _extract_torch_available() -> None:
@@ -70,7 +79,7 @@ def _extract_torch_available() -> None:
         raise OptplanError(f"extract needs torch: pip install 'optplan[torch]' ({e})") from None
 
 
-def _extract_onnx(args: argparse.Namespace) -> Problem:
+def _extract_onnx(args: argparse.Namespace) -> Problem | Graph:
     try:
         import onnx  # noqa: F401 - an optional extra
     except ImportError as e:
@@ -84,4 +93,5 @@ def _extract_onnx(args: argparse.Namespace) -> Problem:
             raise OptplanError(f"--dim {item}: expected name=value with a non-negative integer value")
         dims[key] = int(value)
     return extract_onnx(args.program, dims=dims, include_weights=args.include_weights, views_alias=args.views_alias,
-                        plan_inputs=args.plan_inputs, plan_outputs=args.plan_outputs, alignment=args.alignment)
+                        plan_inputs=args.plan_inputs, plan_outputs=args.plan_outputs, alignment=args.alignment,
+                        graph=args.graph)

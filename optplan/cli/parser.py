@@ -40,7 +40,7 @@ def _option(name: str, parse: type[int] | type[float], seconds: bool = False) ->
 
 
 def _problem_arg(s: argparse.ArgumentParser, capacity: bool = True) -> None:
-    s.add_argument("problem", help="problem file: .csv (MiniMalloc) or .json (optplan)")
+    s.add_argument("problem", help="problem file: .csv (MiniMalloc) or .json (optplan problem or graph)")
     if capacity:
         s.add_argument("--capacity", type=int, help="cap a single-memory problem at N bytes")
         _memory_arg(s)
@@ -72,6 +72,9 @@ def _solve(s: argparse.ArgumentParser) -> None:
                    help="repeatable results: solver time in deterministic units, every heuristic run")
     _objective_arg(s)
     s.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    s.add_argument("--reorder", action="store_true", help="graphs: choose the order of the ops too (default: the given order)")
+    s.add_argument("--reuse", action=argparse.BooleanOptionalAction, default=True,
+                   help="graphs: let an op write an output into an input it reads last, where it declares so (default: yes)")
     s.set_defaults(run=commands.solve, output_kind="plan")
 
 
@@ -117,6 +120,7 @@ def _extract(s: argparse.ArgumentParser) -> None:
                    help="path.py:factory only: one training step (forward, backward, SGD step) instead of inference")
     s.add_argument("--view-copies", dest="views_alias", action="store_false",
                    help="ONNX: Reshape, Flatten, Squeeze, Unsqueeze and Identity copy (default: they alias their input)")
+    s.add_argument("--graph", action="store_true", help="write the graph (ops and tensors, .json) instead of the problem of its order")
     _memory_arg(s)
     s.set_defaults(run=extract, output_kind="problem")
 

@@ -64,10 +64,14 @@ def print_json(plan: Plan) -> None:
     say(json.dumps(plan_to_dict(plan)))
 
 
-def report_plan(args: argparse.Namespace, problem: Problem, plan: Plan) -> None:
-    """``solve``'s output: the plan as JSON (``--json``) or the report, and where it was written."""
+def report_plan(args: argparse.Namespace, problem: Problem, plan: Plan, doc: dict | None = None) -> None:
+    """``solve``'s output: the plan as JSON (``--json``; ``doc`` where a graph's plan carries its
+    order) or the report, and where it was written."""
     if args.json:
-        print_json(plan)
+        if doc is not None:
+            say(json.dumps(doc))
+        else:
+            print_json(plan)
     else:
         print_plan(problem, plan)
         if args.output and plan.found:

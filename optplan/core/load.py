@@ -49,12 +49,28 @@ def usage_curve(problem: Problem, placements: Mapping[str, Placement], memory: s
     if not len(start):
         return UsageCurve(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
     times = distinct(np.concatenate([start, end]))
+    live = _live(problem, placements, memory, times, (start, end, size))
+    highest = _highest_kernel(len(start))(np.searchsorted(times, start), np.searchsorted(times, end), top, len(times))
+    return UsageCurve(times, live, highest)
+
+
+def _live(problem: Problem, placements: Mapping[str, Placement], memory: str, times: np.ndarray,
+          rects: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    """Live bytes at ``times`` from the buffers' ``rects`` (start, end, bytes); with relative
+    placements from the units' footprints instead, where members that overlap on purpose (an
+    output written into its input's bytes) count once."""
+    start, end, size = rects
+    if problem.relative:
+        pieces = [(t0, t1, y1 - y0) for u in problem.units if placements.get(u.root, _NOWHERE).memory == memory
+                  for t0, t1, y0, y1 in u.pieces]
+        start, end, size = (np.array(c, np.int64) for c in zip(*pieces)) if pieces else [np.zeros(0, np.int64)] * 3
     delta = np.zeros(len(times), np.int64)
     np.add.at(delta, np.searchsorted(times, start), size)
     np.add.at(delta, np.searchsorted(times, end), -size)
-    live = np.cumsum(delta)
-    highest = _highest_kernel(len(start))(np.searchsorted(times, start), np.searchsorted(times, end), top, len(times))
-    return UsageCurve(times, live, highest)
+    return np.cumsum(delta)
+
+
+_NOWHERE = Placement("", 0)
 
 
 def _highest_kernel(n: int) -> Callable[..., np.ndarray]:

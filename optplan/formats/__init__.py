@@ -1,4 +1,5 @@
-"""Reading and writing problems and plans; the format is chosen by the file's extension."""
+"""Reading and writing problems, graphs and plans; the format is chosen by the file's extension
+(and, for JSON, by its ``format`` field: a graph reads as the problem of its given order)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from optplan.core.errors import FormatError
 from optplan.core.plan import Placement, Plan
 from optplan.core.problem import Problem
 from optplan.core.validate import Violation, check_claims, validate
-from optplan.formats import minimalloc_csv, native_json
+from optplan.formats import graph_json, minimalloc_csv, native_json
 from optplan.formats.output import check_output, write_text
+from optplan.graph.model import Graph
+from optplan.graph.plan import GraphPlan
 
 EXTENSIONS = (".csv", ".json")
 
@@ -36,11 +39,36 @@ def _read(path: str | Path) -> str:
 
 def read_problem(path: str | Path) -> Problem:
     """The problem in ``path``: ``.csv`` (MiniMalloc) or ``.json`` (optplan, checked against its
-    schema). A bad file raises FormatError or ProblemError naming the file, line or buffer, and field."""
+    schema); a graph's problem under its given order (no reuse taken). A bad file raises
+    FormatError or ProblemError naming the file, line or buffer, and field."""
+    found = read_input(path)
+    return found.base if isinstance(found, Graph) else found
+
+
+def read_input(path: str | Path) -> Problem | Graph:
+    """A problem, or a graph (an ``optplan-graph`` JSON file)."""
     ext, text = _ext(path), _read(path)
     if ext == ".csv":
         return minimalloc_csv.problem_from_csv(text, str(path))
+    doc = graph_json.graph_document(text, str(path))
+    if doc is not None:
+        return graph_json.graph_from_document(doc, str(path))
     return native_json.problem_from_json(text, str(path))
+
+
+def write_graph(graph: Graph, path: str | Path) -> None:
+    if Path(path).suffix.lower() != ".json":
+        raise FormatError(f"{path}: a graph is written as .json (optplan-graph)")
+    write_text(path, graph_json.graph_to_json(graph))
+
+
+def write_graph_plan(gp: GraphPlan, path: str | Path) -> None:
+    """A graph's plan: the plan format with its order and reuses (JSON only: CSV has no room)."""
+    if not gp.found:
+        raise FormatError(f"{path}: not written: the plan is {gp.plan.status.value}")
+    if Path(path).suffix.lower() != ".json":
+        raise FormatError(f"{path}: a graph's plan carries its order: write it as .json")
+    write_text(path, graph_json.graph_plan_to_json(gp))
 
 
 def write_problem(problem: Problem, path: str | Path) -> None:
@@ -98,5 +126,5 @@ def write_plan(problem: Problem, plan: Plan, path: str | Path) -> None:
     write_text(path, text)
 
 
-__all__ = ["check_output", "read_placements", "read_plan_file", "read_problem", "validate_plan_file", "write_plan", "write_problem",
-           "write_text"]
+__all__ = ["check_output", "read_input", "read_placements", "read_plan_file", "read_problem", "validate_plan_file",
+           "write_graph", "write_graph_plan", "write_plan", "write_problem", "write_text"]

@@ -37,7 +37,9 @@ from typing import TYPE_CHECKING, Any
 from optplan.core.buffer import Buffer, Memory
 from optplan.core.errors import FormatError, OptplanError
 from optplan.core.problem import Problem
+from optplan.frontends.graph_build import OpRecord, build_graph
 from optplan.frontends.torch_export import DEFAULT_ALIGNMENT, _Storage
+from optplan.graph.model import Graph
 
 if TYPE_CHECKING:
     import onnx
@@ -51,14 +53,19 @@ Scope = MutableMapping[str, "_Storage | None"]
 
 def extract_onnx(model: str | Path | onnx.ModelProto, *, dims: Mapping[str, int] | None = None,
                  include_weights: bool = False, views_alias: bool = True, plan_inputs: bool = True,
-                 plan_outputs: bool = True, alignment: int = DEFAULT_ALIGNMENT, name: str | None = None) -> Problem:
-    """The Problem of an ONNX model (a path to a ``.onnx`` file or a ``ModelProto``)."""
+                 plan_outputs: bool = True, alignment: int = DEFAULT_ALIGNMENT, name: str | None = None,
+                 graph: bool = False) -> Problem | Graph:
+    """The Problem of an ONNX model (a path to a ``.onnx`` file or a ``ModelProto``); ``graph``:
+    its Graph (ops and tensors, the order free: ``graph_of``)."""
     import onnx
 
     if not isinstance(model, onnx.ModelProto):
         name = name or Path(model).stem
         model = load_model(model)
     model = infer_shapes(bind_dims(model, dict(dims or {})))
+    if graph:
+        meta: dict[str, object] = {"frontend": "onnx", "onnx": onnx.__version__, "dims": dict(dims or {}), **({"model": name} if name else {})}
+        return graph_of(model, include_weights, views_alias, plan_inputs, plan_outputs, alignment, meta)
     walk = _Walk(model.graph, include_weights, views_alias)
     walk.top(plan_inputs, plan_outputs)
     planned = [s for s in walk.storages if s.planned and s.size > 0]
@@ -371,3 +378,75 @@ def _node_width(node: onnx.NodeProto) -> int:
 
 def _label(node: onnx.NodeProto) -> str:
     return node.name or next((y for y in node.output if y), node.op_type)
+
+
+# -- the graph (``extract_onnx(..., graph=True)``) -----------------------------------------------
+# The walk above records an op per node that makes a tensor at run time (its id: the node's name,
+# or its first output's); a view and a node folded from weights are free (``graph_build``). An
+# elementwise node whose output has the type (element type and shape) of an input declares
+# ``reuse`` of that input. Control flow has no graph form: such a model is refused.
+
+ELEMENTWISE = frozenset({
+    "Abs", "Acos", "Acosh", "Add", "Asin", "Asinh", "Atan", "Atanh", "Ceil", "Celu", "Clip", "Cos", "Cosh", "Div", "Elu",
+    "Erf", "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish", "LeakyRelu", "Log", "Max", "Min", "Mish", "Mod", "Mul",
+    "Neg", "Pow", "PRelu", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign", "Sin", "Sinh", "Softplus",
+    "Softsign", "Sqrt", "Sub", "Sum", "Tan", "Tanh", "ThresholdedRelu", "Where"})
+
+
+class GraphWalk(_Walk):
+    """``onnx_model._Walk`` that records ops while it walks."""
+
+    def __init__(self, graph: onnx.GraphProto, include_weights: bool, views_alias: bool) -> None:
+        super().__init__(graph, include_weights, views_alias)
+        self.records: list[OpRecord] = []
+        self.carried: dict[str, set[str]] = {}  # a free node's output -> ops its value comes from
+        self.producer: dict[int, str] = {}
+        self._reads: list[_Storage] = []
+        self._deps: set[str] = set()
+
+    def use(self, of: Mapping[str, _Storage | None], name: str, t: int) -> None:  # type: ignore[override]
+        _Walk.use(of, name, t)
+        s = of.get(name)
+        if s is not None:
+            self._reads.append(s)
+        self._deps |= self.carried.get(name, set())
+
+    def step(self, node: onnx.NodeProto, prefix: str, t: int, of: ChainMap, types: Mapping[str, Any]) -> int:
+        if node.op_type in CONTROL_FLOW and node.domain in ("", "ai.onnx"):
+            raise OptplanError(f"node {_label(node)!r}: control flow ({node.op_type}) has no graph form; "
+                               "extract a problem instead (without --graph)")
+        before = len(self.storages)
+        self._reads, self._deps = [], set()
+        end = super().step(node, prefix, t, of, types)
+        made = [s for s in self.storages[before:] if s.kind != "weight"]
+        if made:
+            record = OpRecord(prefix + _label(node), list(self._reads), made, [], set(self._deps), _reuse(node, of, made, types))
+            self.records.append(record)
+            for s in made:
+                self.producer[id(s)] = record.id
+        else:
+            deps = self._deps | {self.producer[id(s)] for s in self._reads if id(s) in self.producer}
+            for y in node.output:
+                if y:
+                    self.carried[y] = deps
+        return end
+
+
+def _reuse(node: onnx.NodeProto, of: Mapping[str, _Storage | None], made: list[_Storage],
+           types: Mapping[str, Any]) -> list[tuple[_Storage, _Storage]]:
+    if node.op_type not in ELEMENTWISE or node.domain not in ("", "ai.onnx") or len(made) != 1:
+        return []
+    y = node.output[0]
+    for x in node.input:
+        src = of.get(x) if x else None
+        if src is not None and src.kind != "weight" and types.get(x) == types.get(y) and src.size == made[0].size:
+            return [(made[0], src)]
+    return []
+
+
+def graph_of(model: onnx.ModelProto, include_weights: bool, views_alias: bool, plan_inputs: bool, plan_outputs: bool,
+             alignment: int, metadata: dict[str, object]) -> Graph:
+    """The Graph of a model whose dimensions are bound and shapes inferred (``extract_onnx``)."""
+    walk = GraphWalk(model.graph, include_weights, views_alias)
+    walk.top(plan_inputs, plan_outputs)
+    return build_graph(walk.records, walk.storages, walk.steps, (Memory("mem", alignment=alignment),), metadata)

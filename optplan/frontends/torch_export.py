@@ -126,7 +126,7 @@ def problem_from_program(ep: ExportedProgram, *, plan_inputs: bool = True, plan_
 
 # -- the walk ----------------------------------------------------------------------------------
 
-def _walk_program(ep: ExportedProgram, plan_inputs: bool, plan_outputs: bool) -> _Walk:
+def _walk_program(ep: ExportedProgram, plan_inputs: bool, plan_outputs: bool, walk_type: type[_Walk] | None = None) -> _Walk:
     from torch.export.graph_signature import InputKind, OutputKind
 
     sig = ep.graph_signature
@@ -152,17 +152,19 @@ def _walk_program(ep: ExportedProgram, plan_inputs: bool, plan_outputs: bool) ->
         kind = output_kind.get(name, OutputKind.USER_OUTPUT)
         return kind not in (OutputKind.BUFFER_MUTATION, OutputKind.USER_INPUT_MUTATION, OutputKind.TOKEN)
 
-    return _walk_graph(ep.graph_module, ep.range_constraints, placeholder, user_output, plan_outputs)
+    return _walk_graph(ep.graph_module, ep.range_constraints, placeholder, user_output, plan_outputs, walk_type)
 
 
-def _walk_graph(gm: torch.fx.GraphModule, ranges: dict, placeholder: Any, user_output: Any, plan_outputs: bool) -> _Walk:
+def _walk_graph(gm: torch.fx.GraphModule, ranges: dict, placeholder: Any, user_output: Any, plan_outputs: bool,
+                walk_type: type[_Walk] | None = None) -> _Walk:
     """Walk a top-level graph in execution order. ``placeholder(walk, node, val, steps)`` makes
     the storage of a tensor input (or None: not tracked); ``user_output(name)`` says whether an
-    output is the user's (planned by ``plan_outputs``) rather than state written back."""
+    output is the user's (planned by ``plan_outputs``) rather than state written back;
+    ``walk_type``: a ``_Walk`` that records more (the graph front end's)."""
     import torch
 
     steps = _width(gm, top=True)
-    walk = _Walk(ranges)
+    walk = (walk_type or _Walk)(ranges)
     of: dict[str, list[_Storage | None]] = {}  # node name -> storage per tensor element
     t = 0
     for node in gm.graph.nodes:
@@ -502,36 +504,13 @@ def eager_live_peak(ep: ExportedProgram, args: tuple, *, plan_inputs: bool = Tru
     (``curve``).
     """
     import torch
-    from torch.export.graph_signature import InputKind, OutputKind
+    from torch.export.graph_signature import OutputKind
 
     if decompose:
         ep = decomposed(ep)
     sig = ep.graph_signature
     gm = ep.graph_module
-    mutated = set(sig.buffers_to_mutate.values())
-    flat_args = list(torch.utils._pytree.tree_leaves(args))
-    user_iter = iter(flat_args)
-    inputs, skip, always = [], set(), {}
-    for spec in sig.input_specs:
-        if spec.kind == InputKind.USER_INPUT:
-            v = next(user_iter)
-            if isinstance(v, torch.Tensor):
-                v = v.clone()
-                if not plan_inputs:
-                    skip.add(v.untyped_storage().data_ptr())
-        elif spec.kind == InputKind.PARAMETER or spec.kind == InputKind.BUFFER:
-            v = ep.state_dict[spec.target] if spec.target in ep.state_dict else ep.constants[spec.target]
-            if spec.kind == InputKind.BUFFER and spec.target in mutated:
-                v = v.clone()
-                always[v.untyped_storage().data_ptr()] = v.untyped_storage().nbytes()
-                skip.add(v.untyped_storage().data_ptr())  # counted throughout, not per step
-            else:
-                skip.add(v.untyped_storage().data_ptr())
-        else:
-            v = ep.constants[spec.target]
-            if isinstance(v, torch.Tensor):
-                skip.add(v.untyped_storage().data_ptr())
-        inputs.append(v)
+    inputs, skip, always = _eager_inputs(ep, args, plan_inputs)
     user_outputs = {s.arg.name for s in sig.output_specs
                     if s.kind not in (OutputKind.BUFFER_MUTATION, OutputKind.USER_INPUT_MUTATION)}
     # A storage *instance* is a data pointer from the step it appears until it disappears (a
@@ -579,3 +558,35 @@ def eager_live_peak(ep: ExportedProgram, args: tuple, *, plan_inputs: bool = Tru
     curve = [base + sum(sizes[k] for k in live if k not in dropped) for live in steps]
     peak = max(curve, default=0)
     return {"peak": peak, "step": curve.index(peak) if curve else 0, "curve": curve}
+
+
+def _eager_inputs(ep: ExportedProgram, args: tuple, plan_inputs: bool) -> tuple[list, set[int], dict[int, int]]:
+    """What ``eager_live_peak`` runs the program on: copies of the user inputs and mutable
+    buffers, the parameters and constants as they are; the data pointers not to count (parameters,
+    constants, unplanned inputs, and the mutable buffers, counted throughout instead: ``always``,
+    pointer -> bytes)."""
+    import torch
+    from torch.export.graph_signature import InputKind
+
+    mutated = set(ep.graph_signature.buffers_to_mutate.values())
+    user_iter = iter(list(torch.utils._pytree.tree_leaves(args)))
+    inputs, skip, always = [], set(), {}
+    for spec in ep.graph_signature.input_specs:
+        if spec.kind == InputKind.USER_INPUT:
+            v = next(user_iter)
+            if isinstance(v, torch.Tensor):
+                v = v.clone()
+                if not plan_inputs:
+                    skip.add(v.untyped_storage().data_ptr())
+        elif spec.kind == InputKind.PARAMETER or spec.kind == InputKind.BUFFER:
+            v = ep.state_dict[spec.target] if spec.target in ep.state_dict else ep.constants[spec.target]
+            if spec.kind == InputKind.BUFFER and spec.target in mutated:
+                v = v.clone()
+                always[v.untyped_storage().data_ptr()] = v.untyped_storage().nbytes()
+            skip.add(v.untyped_storage().data_ptr())  # a mutable buffer: counted throughout, not per step
+        else:
+            v = ep.constants[spec.target]
+            if isinstance(v, torch.Tensor):
+                skip.add(v.untyped_storage().data_ptr())
+        inputs.append(v)
+    return inputs, skip, always

@@ -25,7 +25,10 @@ from typing import TYPE_CHECKING, Any
 from optplan.core.buffer import Buffer, Memory
 from optplan.core.errors import OptplanError
 from optplan.core.problem import Problem
+from optplan.frontends.graph_build import build_graph
 from optplan.frontends.torch_export import DEFAULT_ALIGNMENT, _Storage, _Walk, _walk_graph
+from optplan.frontends.torch_graph import GraphWalk
+from optplan.graph.model import Graph
 
 if TYPE_CHECKING:
     import torch
@@ -33,20 +36,18 @@ if TYPE_CHECKING:
 
 def extract_training(model: torch.nn.Module, example_inputs: Sequence[Any], loss: Callable[[Any], Any] | None = None, *,
                      optimizer: Callable[[list], Any] | None = None, plan_inputs: bool = True,
-                     alignment: int = DEFAULT_ALIGNMENT, name: str | None = None) -> Problem:
-    """The Problem of one training step of ``model`` on ``example_inputs``.
+                     alignment: int = DEFAULT_ALIGNMENT, name: str | None = None, graph: bool = False) -> Problem | Graph:
+    """The Problem of one training step of ``model`` on ``example_inputs`` (``graph``: its Graph,
+    ``optplan.frontends.torch_graph``: ops and tensors, the order free; op ids are the node names of
+    the recorded ``torch.fx`` graph, ``record_training``'s).
 
     ``loss(output)`` turns the model's output into a scalar; None: the model returns its loss
     (a tensor with more than one element is summed). ``optimizer(params)`` builds a
     ``torch.optim`` optimizer (default: SGD, lr 0.01).
     """
     import torch
-    from torch.fx.experimental.proxy_tensor import make_fx
 
-    model.train()
-    # a loss closing over real tensors (targets) is allowed: they become constants of the graph
-    gm = make_fx(_step_function(model, loss, optimizer), tracing_mode="fake",
-                 _allow_non_fake_inputs=True)(*_step_args(model, example_inputs))
+    gm = record_training(model, example_inputs, loss, optimizer)
     n_params = sum(1 for _ in model.parameters()) + sum(1 for _ in model.buffers())
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     state = {n.name for n in placeholders[:n_params]}
@@ -56,7 +57,11 @@ def extract_training(model: torch.nn.Module, example_inputs: Sequence[Any], loss
             return walk.new(node.name, val, "constant", False, 0, 1)
         return walk.new(node.name, val, "input", plan_inputs, 0, 1)
 
-    walk = _walk_graph(gm, {}, placeholder, lambda _: True, plan_outputs=True)
+    walk = _walk_graph(gm, {}, placeholder, lambda _: True, plan_outputs=True, walk_type=GraphWalk if graph else None)
+    if isinstance(walk, GraphWalk):
+        meta = {"frontend": "torch training step (make_fx: forward, backward, optimizer step)",
+                "torch": torch.__version__.split("+")[0], "plan_inputs": plan_inputs, **({"model": name} if name else {})}
+        return build_graph(walk.records, walk.storages, walk.steps, (Memory("mem", alignment=alignment),), meta, benefit=False)
     planned = [s for s in walk.storages if s.planned and s.size > 0]
     metadata: dict[str, object] = {
         "frontend": "torch training step (make_fx: forward, backward, optimizer step)",
@@ -71,6 +76,18 @@ def extract_training(model: torch.nn.Module, example_inputs: Sequence[Any], loss
         metadata["control_flow"] = walk.windows
     return Problem(tuple(Buffer(s.id, s.size, s.start, s.end) for s in planned),
                    (Memory("mem", alignment=alignment),), (), metadata)
+
+
+def record_training(model: torch.nn.Module, example_inputs: Sequence[Any], loss: Callable[[Any], Any] | None = None,
+                    optimizer: Callable[[list], Any] | None = None) -> torch.fx.GraphModule:
+    """The training step as ``make_fx`` records it (fake tensors): the graph module
+    ``extract_training`` walks, and that ``torch_graph.reorder_nodes`` reorders."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    model.train()
+    # a loss closing over real tensors (targets) is allowed: they become constants of the graph
+    return make_fx(_step_function(model, loss, optimizer), tracing_mode="fake",
+                   _allow_non_fake_inputs=True)(*_step_args(model, example_inputs))
 
 
 def _step_args(model: torch.nn.Module, example_inputs: Sequence[Any]) -> list[Any]:

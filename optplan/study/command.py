@@ -115,12 +115,18 @@ def compare_command(args: argparse.Namespace, out: Console, prepare) -> int:  # 
 
 def plot_command(args: argparse.Namespace, out: Console) -> int:
     from optplan.core.validate import validate
-    from optplan.formats import read_plan_file, read_problem
+    from optplan.formats import read_input, read_plan_file
+    from optplan.formats.graph_json import plan_problem
+    from optplan.graph.model import Graph
     from optplan.report.layout import PlanHeader, draw_layout
 
-    problem = read_problem(args.problem)
+    found = read_input(args.problem)  # a graph: the lifetimes of the plan's order
+    problem = found.base if isinstance(found, Graph) else found
     placements, fields = read_plan_file(args.plan, problem)
-    violations = validate(problem, placements)
+    if isinstance(found, Graph):
+        problem, violations = plan_problem(found, fields, str(args.plan), placements)
+    else:
+        violations = validate(problem, placements)  # type: ignore[assignment]
     if violations:
         out.print(f"INVALID: {violations[0]} ({len(violations)} violation(s)); run `optplan validate` for all", markup=False)
         return EXIT_NO_PLAN
