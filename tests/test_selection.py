@@ -158,8 +158,8 @@ def test_neighbourhood_model_with_fixed_units_matches_the_brute_force() -> None:
                            if b.id in pinned else b for b in p.buffers)
         ref = brute_force_optimum(q, objective=FAST_FIRST)
         out = run(PartModel(part, FAST_FIRST, active=active, fixed=fixed), Settings(1, 0), Deadline(10))
-        assert out.optimal and out.choices is not None and ref is not None
-        merged = [fixed[i] if i in fixed else out.choices[active.index(i)] for i in range(len(part.units))]
+        assert out.optimal and out.solution is not None and ref is not None
+        merged = [fixed[i] if i in fixed else out.solution[active.index(i)] for i in range(len(part.units))]
         assert FAST_FIRST.value(p, part.placements(merged)) == ref[0], (p, fixed)
         seen += 1
     assert seen >= 10

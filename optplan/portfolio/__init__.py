@@ -40,18 +40,10 @@ from optplan.portfolio.incumbent import Incumbent
 from optplan.registry import Result, planner
 from optplan.search import engine
 from optplan.search.instance import MAX_PAIRS
-from optplan.solvers.cpsat import (
-    FULL_MODEL_MAX_UNITS,
-    PartModel,
-    Settings,
-    Tracker,
-    at_floor,
-    part_peaks,
-    part_result,
-    part_value,
-    run,
-    stop_reason,
-)
+from optplan.solvers.cpsat import FULL_MODEL_MAX_UNITS, PartModel, Settings, part_result, run
+from optplan.solvers.outcome import stop_reason
+from optplan.solvers.part_plans import at_floor, part_peaks, part_value
+from optplan.solvers.parts_loop import Tracker
 from optplan.solvers.selection import Staging, alone, pack_selection
 
 # of a single-memory part's time, for the exact search engine when it is registered (CP-SAT and LNS
@@ -107,14 +99,14 @@ REDUCE_COLUMNS_SECONDS_PER_UNIT = 1e-5  # split on the arrays (``reduce.columns_
 def _auto_clocks(problem: Problem, best: Plan | None, objective: Objective, deadline: Deadline,
                  workers: int, seed: int, stats: dict[str, object]) -> Result:
     """Concurrent lifetimes: CP-SAT's pairwise model from the best heuristic plan; the better wins."""
-    from optplan.solvers.clock_models import MAX_PAIRS, cpsat_clocks
+    from optplan.solvers.clock_models import MAX_CLOCK_PAIRS, cpsat_clocks
 
     hint = best.placements if best is not None and best.found else None
     pairs = clock_graph(problem).pairs()
-    if hint is not None and pairs > MAX_PAIRS:
+    if hint is not None and pairs > MAX_CLOCK_PAIRS:
         return Result(hint, stats=stats, message=f"{pairs:,} conflicting pairs: too many for the pairwise exact model; "
                                                  "the best heuristic plan stands")
-    exact = cpsat_clocks(problem, objective, deadline, workers, seed, hint)
+    exact = cpsat_clocks(problem, objective, deadline, Settings(workers, seed), hint)
     exact.stats.update(stats, exact="cpsat (vector clocks)")
     if exact.placements is None or (hint is not None and not exact.proven_optimal
                                     and objective.value(problem, hint) < objective.value(problem, exact.placements)):
@@ -864,7 +856,7 @@ def _exact(part: Part, clock: Deadline, settings: Settings, objective: Objective
     # deterministic runs cannot stop on a stall (wall-clock): they give the full model half
     out = run(pm, settings, clock.share(0.5) if clock.deterministic else clock, relay, stall=stall)
     stats["cpsat_status"] = out.status
-    inc.offer(out.choices, "cpsat")
+    inc.offer(out.solution, "cpsat")
     if out.infeasible and ceiling is None:
         return _Exact(pm, infeasible=True)
     if inc.get()[0] is None:
@@ -884,7 +876,7 @@ def _exact(part: Part, clock: Deadline, settings: Settings, objective: Objective
         pm.hint(dict(enumerate(incumbent)))  # type: ignore[arg-type]
         out = run(pm, settings, clock, relay)
         stats["cpsat_final_status"] = out.status
-        inc.offer(out.choices, "cpsat")
+        inc.offer(out.solution, "cpsat")
         if out.optimal:
             return _Exact(pm, True, bound=out.bound)
         best_bound = max(best_bound or 0, out.bound or 0) or None
@@ -917,8 +909,8 @@ def _floor_decisions(part: Part, clock: Deadline, settings: Settings, objective:
         except OverflowError:
             return False
         out = run(pm, settings, budget)
-        if out.choices is not None:
-            inc.offer(out.choices, "cpsat-floor")
+        if out.solution is not None:
+            inc.offer(out.solution, "cpsat-floor")
             stats["cpsat_floor"] = {"decisions": decided + 1, "found_at": floor * part.scale}
             return True  # at a proven bound
         if not out.infeasible:
@@ -971,9 +963,9 @@ def lns(part: Part, inc: Incumbent, settings: Settings, objective: Objective, cl
         out = run(pm, settings, budget)
         budget.spend(max(0.0, LNS_MOVE_DTIME - out.dtime))  # deterministic: a small model's solve is not all a move costs
         iters += 1
-        if out.choices is not None:
+        if out.solution is not None:
             new = list(cur)
-            for i, c in zip(pm.active, out.choices):
+            for i, c in zip(pm.active, out.solution):
                 new[i] = c
             new_top: dict[str, int] = {}
             for i in free:
@@ -984,7 +976,7 @@ def lns(part: Part, inc: Incumbent, settings: Settings, objective: Objective, cl
                 improved += 1
         if out.optimal:
             size, band = min(hood.n, int(size * 1.3) + 1), min(1.0, band * 1.3)
-        elif out.choices is None or (out.dtime if clock.deterministic else out.seconds) >= budget.seconds * 0.9:
+        elif out.solution is None or (out.dtime if clock.deterministic else out.seconds) >= budget.seconds * 0.9:
             size, band = max(8, int(size * 0.7)), max(0.002, band * 0.7)
     return {"lns_moves": iters, "lns_improved": improved}
 

@@ -32,7 +32,7 @@ from optplan.core.deadline import Deadline
 from optplan.core.objective import Objective, fastest_fit
 from optplan.core.problem import Problem
 from optplan.parts import Choice, Part
-from optplan.solvers.cpsat import DTIME_PER_SECOND, Settings, _int_bound, solve
+from optplan.solvers.cpsat import DTIME_PER_SECOND, Settings, int_bound, solve
 
 LINEARIZATION = 2  # CP-SAT's linearization_level for the relaxation's solves
 # of least_lost's and least_peaks' time, for SCIP's selection, CP-SAT's hint (wall-clock deadlines; CP-SAT
@@ -102,7 +102,7 @@ class Staging:
         solver, status = self._solve(deadline, settings)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return None, None, False
-        bound = _int_bound(solver.best_objective_bound) * self.unit if self.exact else None
+        bound = int_bound(solver.best_objective_bound) * self.unit if self.exact else None
         return bound, self._chosen(solver), status == cp_model.OPTIMAL
 
     def least_peaks(self, lost: int, deadline: Deadline, settings: Settings) -> tuple[int | None, list[str] | None]:
@@ -123,7 +123,7 @@ class Staging:
             self.model.clear_assumptions()
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return None, None
-        bound = _int_bound(solver.best_objective_bound) * g if self.exact and terms else None
+        bound = int_bound(solver.best_objective_bound) * g if self.exact and terms else None
         return bound, self._chosen(solver)
 
     def forbid(self, memory: str, ks: Sequence[int], proven: bool) -> None:
