@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from ortools.linear_solver import pywraplp
@@ -42,13 +42,22 @@ MIP_SHARE = 0.5
 MIP_SOLVER = "SCIP"  # bundled with OR-Tools; "" turns the MIP off
 
 
+@dataclass(frozen=True)
+class RelaxationSettings:
+    """How ``Staging`` solves its relaxation (defaults: the constants above)."""
+
+    mip_solver: str = MIP_SOLVER  # whose selection hints CP-SAT on a wall clock; "": none
+    mip_share: float = MIP_SHARE  # of least_lost's and least_peaks' time, for that MIP
+    linearization: int = LINEARIZATION  # CP-SAT's linearization_level
+
+
 class Staging:
     """The relaxation of one part as a CP-SAT model on booleans ``x[k][m]`` (unit k in memory m),
     kept to be solved again with cuts: ``least_lost`` (the bound on ``L``), ``least_peaks`` (the
     bound on ``W`` given ``L``), ``forbid`` (a cut)."""
 
-    def __init__(self, objective: Objective, part: Part) -> None:
-        self.objective, self.part = objective, part
+    def __init__(self, objective: Objective, part: Part, settings: RelaxationSettings = RelaxationSettings()) -> None:
+        self.objective, self.part, self.settings = objective, part, settings
         units, problem = part.units, part.problem
         tw = objective.tier_weights(problem)
         times = np.array(sorted({t for u in units for p in u.pieces for t in p[:2]}), np.int64)
@@ -151,11 +160,11 @@ class Staging:
         return sum(weights[m] * v for m, v in top.items())
 
     def _mip_hint(self, deadline: Deadline, lost: int | None = None) -> None:
-        """On a wall clock, the MIP's selection (``MIP_SHARE`` of the time) as CP-SAT's hint, when
+        """On a wall clock, the MIP's selection (``mip_share`` of the time) as CP-SAT's hint, when
         it keeps the capacities, the cuts and ``lost`` in integers."""
-        if not MIP_SOLVER or deadline.deterministic:
+        if not self.settings.mip_solver or deadline.deterministic:
             return
-        chosen = self._mip(deadline.share(MIP_SHARE), lost)
+        chosen = self._mip(deadline.share(self.settings.mip_share), lost)
         if chosen is not None and self.fits(chosen) and (lost is None or self.lost_of(chosen) <= lost):
             self.hint(chosen)
 
@@ -164,7 +173,7 @@ class Staging:
         ``lost`` the least weighted live-load peaks among those losing at most that; None if
         none in time. Only a hint: its optimality is judged in floating point (resnet50 of
         idealloc at 50 %: SCIP's "optimal" least peaks were 40 bytes above CP-SAT's, 5e-8 of them)."""
-        solver = pywraplp.Solver.CreateSolver(MIP_SOLVER)
+        solver = pywraplp.Solver.CreateSolver(self.settings.mip_solver)
         if solver is None or deadline.left() <= 0:
             return None
         solver.SetTimeLimit(max(1, int(1000 * min(deadline.left(), 1e6))))
@@ -198,7 +207,7 @@ class Staging:
         settings.apply(solver, deadline)
         # the LP relaxation at every node: a multi-dimensional knapsack's bound comes from it (minimalloc
         # E at 75 %: optimal in 0.1 CPU s; with level 1, one worker, not in 23 CPU s)
-        solver.parameters.linearization_level = LINEARIZATION
+        solver.parameters.linearization_level = self.settings.linearization
         status = solve(solver, self.model, deadline)
         deadline.spend(solver.deterministic_time / DTIME_PER_SECOND)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
