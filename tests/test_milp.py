@@ -310,3 +310,53 @@ def test_a_mip_that_would_not_fit_in_memory_is_refused_in_one_line(shared, monke
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "GiB available" in err[0]
 
+
+@pytest.mark.parametrize("solver", ["milp-cbc", "milp-highs"])
+def test_a_cancel_between_the_warm_start_and_the_solver_keeps_the_warm_start_and_starts_nothing(
+        shared, monkeypatch, solver) -> None:
+    """Issue 30 item 3: a signal while the model was written for CBC made its limit negative
+    (``ValueError: a time limit must be a number >= 0``: exit 1, no plan), and a signal before
+    the launch still launched the solver. Cancelled there, the planner starts no child process
+    and returns the heuristic warm start, a valid plan."""
+    import subprocess
+
+    p = read_problem(shared / "minimalloc" / "A.1048576.csv")
+    deadline = Deadline(30)
+    write_mps = milp.pulp.LpProblem.writeMPS
+
+    def signal_while_writing(lp, *args, **kwargs):  # the signal handler's cancel, as the model is written
+        deadline.cancel("interrupted")
+        return write_mps(lp, *args, **kwargs)
+
+    started: list[object] = []
+    popen = subprocess.Popen
+
+    def spy(args, *rest, **kwargs):
+        started.append(args)
+        return popen(args, *rest, **kwargs)
+
+    monkeypatch.setattr(milp.pulp.LpProblem, "writeMPS", signal_while_writing)
+    monkeypatch.setattr(subprocess, "Popen", spy)
+    plan = registry.solve(p, solver, deadline=deadline)
+    assert started == []
+    assert plan.found and validate(p, plan.placements) == []
+    assert plan.placements == milp.best_heuristic(p, Deadline(None))
+    assert "interrupted" in plan.message
+
+
+def test_a_cbc_solution_file_cut_short_reads_as_no_solution(tmp_path) -> None:
+    """Issue 30 item 3's IndexError: CBC killed while it writes its solution leaves the file empty
+    or cut in a line, on which PuLP's reader fails; that is no solution (the warm start stays)."""
+    import warnings
+
+    from optplan.solvers import milp_runners
+
+    with warnings.catch_warnings():  # PuLP 3.3 deprecates its bundled CBC for 4.0
+        warnings.simplefilter("ignore", DeprecationWarning)
+        cbc = milp.pulp.PULP_CBC_CMD(msg=False)
+    lp = milp.pulp.LpProblem("cut", milp.pulp.LpMinimize)
+    sol = tmp_path / "model.sol"
+    assert not milp_runners._read_cbc_solution(cbc, str(sol), lp, [], {}, {})  # none at all
+    for text in ("", "Optimal - objective value 3\n      0 x  1\n"):
+        sol.write_text(text)
+        assert not milp_runners._read_cbc_solution(cbc, str(sol), lp, [], {}, {})

@@ -3,14 +3,18 @@
 ``interruptible(deadline)``: while ``solving``, the first SIGINT or SIGTERM cancels the deadline,
 so every planner stops and returns its incumbent (the caller validates and writes it); before
 that (reading the input) it raises KeyboardInterrupt. A second signal exits at once (128 + signal
-number) after killing every child process group, writing nothing. The signal
-is noticed on a thread (``signal.set_wakeup_fd``) because the main thread may sit inside a C++
-solver that does not return to Python until it is told to stop.
+number) after killing every child process group and removing their temporary directories,
+writing nothing. The signal is noticed on a thread (``signal.set_wakeup_fd``) because the main
+thread may sit inside a C++ solver that does not return to Python until it is told to stop.
 
 ``run_child``: a solver process (CBC, the HiGHS worker) in its own process group, so that a
 terminal's Ctrl-C does not reach it behind our back and one ``killpg`` takes all it started; it
 is stopped at the deadline (SIGINT first: CBC then reports its best solution), killed
 ``grace`` seconds later, and killed whenever this process leaves.
+
+``temp_dir``: a temporary directory for a child's files (CBC's model, warm start, solution and
+log), removed at the end of its block and, since the fast exit of a second signal skips every
+``finally``, by that exit too (``remove_temp_dirs``), after the children are killed.
 
 ``fork_member``: a portfolio member (a Python function) in a forked process of its own group,
 racing the members of this process. It runs on a copy of its Deadline: cancelling or halting
@@ -26,8 +30,10 @@ from __future__ import annotations
 import atexit
 import multiprocessing as mp
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -37,6 +43,8 @@ from typing import IO, Any
 from optplan.core.deadline import Deadline
 
 _groups: set[int] = set()  # process groups of running children
+_temp_dirs: set[str] = set()  # temporary directories of running children (``temp_dir``)
+_leaving = threading.Event()  # the fast exit has begun: no new temporary directory
 _lock = threading.Lock()
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -52,6 +60,37 @@ def kill_children() -> None:
 
 
 atexit.register(kill_children)
+
+
+@contextmanager
+def temp_dir(prefix: str) -> Iterator[str]:
+    """A new temporary directory (in TMPDIR) for the block, removed after it, or by the fast exit."""
+    with _lock:
+        if not _leaving.is_set():
+            path = tempfile.mkdtemp(prefix=prefix)
+            _temp_dirs.add(path)
+    if _leaving.is_set():  # the process is leaving at once: wait for it rather than leave a directory behind
+        threading.Event().wait()
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        with _lock:
+            _temp_dirs.discard(path)
+
+
+def remove_temp_dirs() -> None:
+    """Remove every ``temp_dir`` still in use and let no new one be made: for the fast exit,
+    which skips every ``finally`` (call it after ``kill_children``)."""
+    with _lock:
+        _leaving.set()
+        paths = list(_temp_dirs)
+    for path in paths:
+        for _ in range(20):  # a child being killed, or this process, may still add a file meanwhile
+            shutil.rmtree(path, ignore_errors=True)
+            if not os.path.exists(path):
+                break
+            time.sleep(0.01)
 
 
 def run_child(args: Sequence[str], deadline: Deadline, grace: float = 1.0, stop: int = signal.SIGINT,
@@ -188,7 +227,8 @@ def _member_main(target: Callable[[Deadline], Any], deadline: Deadline, flag: An
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent hears the terminal and stops us by the flag
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     with _lock:
-        _groups.clear()  # the parent's children are the parent's to kill
+        _groups.clear()  # the parent's children and temporary directories are the parent's
+        _temp_dirs.clear()
     root = deadline.root
     root.hooks, root.lock = [], threading.Lock()  # the parent's solvers are not here; its lock may be held
 
@@ -269,6 +309,7 @@ def interruptible(deadline: Deadline) -> Iterator[Interrupts]:
                 received.append(sig)
                 if len(received) > 1:  # the user insists: leave now, write nothing
                     kill_children()
+                    remove_temp_dirs()
                     os._exit(128 + sig)
                 deadline.cancel("interrupted")
 

@@ -4,7 +4,9 @@ process that the deadline stops.
 Both solvers run in child processes (``lifecycle.run_child``), which are stopped at the time
 limit if they overrun it (CBC checks it rarely) and killed when optplan leaves; HiGHS runs
 through ``highs_child.py`` (OR-Tools and highspy cannot share a process). Their files (model,
-warm start, solution, log) live in a temporary directory.
+warm start, solution, log) live in a temporary directory that ``lifecycle`` removes even on the
+fast exit of a second signal. A cancelled or spent deadline starts no solver: the caller keeps
+its warm start.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import os
 import re
 import signal
 import sys
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass
@@ -26,8 +27,8 @@ import pulp
 
 from optplan.core.deadline import Deadline
 from optplan.core.errors import OptplanError
-from optplan.core.lifecycle import run_child
-from optplan.solvers.outcome import Outcome
+from optplan.core.lifecycle import run_child, temp_dir
+from optplan.solvers.outcome import Outcome, stop_reason
 
 SOLVERS = ("cbc", "highs")
 DISPLAY = {"cbc": "CBC", "highs": "HiGHS"}
@@ -69,10 +70,8 @@ class MilpSettings:
 
 @dataclass(frozen=True)
 class _Request:
-    """What one solver run is asked."""
+    """What one solver run is asked besides its time limit (computed at its launch)."""
 
-    seconds: float | None  # the solver's own time limit
-    window: float  # CBC: asked to stop this long before the deadline
     gap_abs: float  # an absolute gap below which a solution is optimal
     workers: int
     seed: int
@@ -87,13 +86,12 @@ def run(lp: pulp.LpProblem, settings: MilpSettings, deadline: Deadline, warm: bo
     multiples of ``step``, so a gap below that is optimal (``warm``: its variables' initial values
     are a warm start; ``optimizes`` False: no bound to read). The deterministic work (nodes) is
     charged to a deterministic deadline."""
+    if _over(deadline):
+        return Outcome(None, status=stop_reason(deadline))
     t0 = time.perf_counter()
-    # the solver's own limit leaves time for its start-up and answer; ``run_child`` enforces the deadline
-    window = _stop_window(settings, deadline) if settings.solver == "cbc" else 0.0
-    seconds = max(deadline.left() - window - _STARTUP[settings.solver], 0.05) if deadline.limited else None
-    request = _Request(seconds, window, 0.999 * step, max(1, int(settings.workers)), settings.seed, warm, None, None)
+    request = _Request(0.999 * step, max(1, int(settings.workers)), settings.seed, warm, None, None)
     if deadline.deterministic:  # a node budget: the same search on every run, whatever the load
-        request = _Request(None, window, request.gap_abs, 1, settings.seed, warm, None, None)
+        request = _Request(request.gap_abs, 1, settings.seed, warm, None, None)
         if deadline.limited:
             times, plus = settings.wall_cap
             nodes = max(1, int(deadline.left() * settings.nodes_per_second))
@@ -101,7 +99,7 @@ def run(lp: pulp.LpProblem, settings: MilpSettings, deadline: Deadline, warm: bo
             if wall <= _STARTUP[settings.solver]:  # it could not even start: the limit's wall time is up
                 deadline.hit_guard()
                 return Outcome(None, status=CAPPED, stats={"deterministic_wall_capped": 1})
-            request = _Request(None, window, request.gap_abs, 1, settings.seed, warm, nodes, wall)
+            request = _Request(request.gap_abs, 1, settings.seed, warm, nodes, wall)
     if settings.solver == "highs":
         out = _run_highs(lp, deadline, request, optimizes)
     else:
@@ -114,6 +112,20 @@ def run(lp: pulp.LpProblem, settings: MilpSettings, deadline: Deadline, warm: bo
         if "deterministic_wall_capped" in out.stats:
             deadline.hit_guard()
     return out
+
+
+def _over(deadline: Deadline) -> bool:
+    """Nothing to start a solver for: the deadline is cancelled, or (on a wall clock) spent. A
+    spent deterministic budget still gets its one node, as it always has (its plan repeats)."""
+    return deadline.cancelled is not None or (not deadline.deterministic and deadline.expired())
+
+
+def _own_limit(deadline: Deadline, solver: str, window: float = 0.0) -> float | None:
+    """The solver's own wall-clock limit, taken at its launch: what is left less its start-up and
+    ``window``; None without one (no limit, or deterministic: the node budget and cap instead)."""
+    if not deadline.limited or deadline.deterministic:
+        return None
+    return max(deadline.left() - window - _STARTUP[solver], 0.05)
 
 
 def _stop_window(settings: MilpSettings, deadline: Deadline) -> float:
@@ -139,32 +151,49 @@ def _run_cbc(lp: pulp.LpProblem, settings: MilpSettings, deadline: Deadline, req
         warnings.simplefilter("ignore", DeprecationWarning)
         s = pulp.PULP_CBC_CMD(msg=False, gapRel=0.0, gapAbs=request.gap_abs, threads=request.workers,
                               warmStart=request.warm, options=options)
-    with tempfile.TemporaryDirectory(prefix="optplan-cbc-") as tmp:
+    with temp_dir("optplan-cbc-") as tmp:
         mps, mst, sol, log = (os.path.join(tmp, n) for n in ("model.mps", "start.mst", "model.sol", "cbc.log"))
         variables, var_names, con_names, _ = lp.writeMPS(mps, rename=1)
         args = [s.path, mps]
         if request.warm:
             s.writesol(mst, lp, variables, var_names, con_names)
             args += ["-mips", mst]
-        if request.seconds is not None:
-            args += ["-sec", f"{request.seconds:.3f}"]
+        if _over(deadline):  # the files took the time left, or a signal came: no CBC for nothing
+            return Outcome(None, status=stop_reason(deadline))
+        window = _stop_window(settings, deadline)
+        seconds = _own_limit(deadline, "cbc", window)
+        if seconds is not None:
+            args += ["-sec", f"{seconds:.3f}"]
         for option in s.options + s.getOptions():  # PuLP's spelling of the options: "-name value"
             name, *value = option.split()
             args += [f"-{name}", *value]
         args += ["-solve", "-printingOptions", "all", "-solution", sol]
         with open(log, "w", encoding="utf-8") as f:
-            asked = deadline.part(deadline.left() - request.window) if request.window else deadline
-            _, stopped = run_child(args, asked, grace=request.window or 2.0, stop=signal.SIGINT, log=f, wall=request.wall)
+            asked = deadline.part(max(deadline.left() - window, 0.0)) if window else deadline
+            code, stopped = run_child(args, asked, grace=window or 2.0, stop=signal.SIGINT, log=f, wall=request.wall)
         if stopped and request.wall is not None and not deadline.cancelled:
             return Outcome(None, status=CAPPED, stats={"deterministic_wall_capped": 1})
-        if not os.path.exists(sol):
-            return Outcome(None, status="interrupted" if deadline.cancelled else "killed: CBC ignored the time limit")
-        status, values, _, _, _, sol_status = s.readsol_MPS(sol, lp, variables, var_names, con_names)
-        lp.assignVarsVals(values)
-        lp.assignStatus(status, sol_status)
+        if not _read_cbc_solution(s, sol, lp, variables, var_names, con_names):
+            why = "killed: CBC ignored the time limit" if stopped else f"CBC wrote no solution (exit code {code})"
+            return Outcome(None, status="interrupted" if deadline.cancelled else why)
         with open(log, encoding="utf-8", errors="replace") as f:
             text = f.read()
     return _cbc_outcome(lp, text, optimizes)
+
+
+def _read_cbc_solution(s: pulp.PULP_CBC_CMD, sol: str, lp: pulp.LpProblem, variables: list,
+                       var_names: dict, con_names: dict) -> bool:
+    """Read CBC's solution file into ``lp``; False when there is none or it is cut short (CBC
+    killed while writing it: PuLP's reader fails on an empty first line or a partial one)."""
+    if not os.path.exists(sol):
+        return False
+    try:
+        status, values, _, _, _, sol_status = s.readsol_MPS(sol, lp, variables, var_names, con_names)
+    except (IndexError, ValueError, KeyError):
+        return False
+    lp.assignVarsVals(values)
+    lp.assignStatus(status, sol_status)
+    return True
 
 
 def _cbc_outcome(lp: pulp.LpProblem, log: str, optimizes: bool) -> Outcome[Values]:
@@ -196,11 +225,14 @@ def _run_highs(lp: pulp.LpProblem, deadline: Deadline, request: _Request, optimi
                                   "threads": int(request.workers)}
     if request.nodes is not None:
         options["mip_max_nodes"] = request.nodes
-    due = None if request.seconds is None else time.time() + request.seconds
-    with tempfile.TemporaryDirectory(prefix="optplan-highs-") as tmp:
+    with temp_dir("optplan-highs-") as tmp:
         mps, req, res, log = (os.path.join(tmp, n) for n in ("model.mps", "request.json", "result.json", "log"))
         lp.writeMPS(mps)
         start = {v.name: v.varValue for v in lp.variables() if v.varValue is not None} if request.warm else None
+        if _over(deadline):  # the files took the time left, or a signal came: no HiGHS for nothing
+            return Outcome(None, status=stop_reason(deadline))
+        seconds = _own_limit(deadline, "highs")
+        due = None if seconds is None else time.time() + seconds
         with open(req, "w", encoding="utf-8") as f:
             json.dump({"options": options, "start": start, "deadline": due}, f)
         with open(log, "w+", encoding="utf-8") as f:

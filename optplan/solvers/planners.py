@@ -3,8 +3,8 @@ problem into independent parts (``parts_loop``) and solves each part's model in 
 time, or hands a problem with concurrent lifetimes to its vector-clock model (``clock_models``).
 
 The MILP planners start from the best heuristic plan (the warm start, kept if the MIP finds
-nothing better) and solve in lexicographic stages when the weighted objective is too large for
-doubles (``milp.model_weights``).
+nothing better, also when a signal stops it before or while its solver runs) and solve in
+lexicographic stages when the weighted objective is too large for doubles (``milp.model_weights``).
 """
 
 from __future__ import annotations
