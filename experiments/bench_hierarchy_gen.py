@@ -3,7 +3,7 @@
 Guillotine and pinwheel instances from ``gen_instances`` (100-300 buffers, live load = 1 MiB at
 every step) get a fast memory of 50 / 75 % of the load before an unbounded slow one, objective
 fast-first, benefit = size. auto with the staging relaxation solved by CP-SAT at linearization
-level 1 and 2 (``optplan.solvers.selection.LINEARIZATION``), side by side per row (one process):
+level 1 and 2 (``RelaxationSettings.linearization``), side by side per row (one process):
 status, the gap, the relaxation's state and selections tried, CPU seconds.
 
     PYTHONPATH=. python experiments/bench_hierarchy_gen.py --seeds 6 --seconds 20 -o experiments/results/hierarchy_gen.md
@@ -12,15 +12,17 @@ status, the gap, the relaxation's state and selections tried, CPU seconds.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_instances import cut_instance  # noqa: E402
 
-from optplan import registry  # noqa: E402
+from optplan import portfolio, registry  # noqa: E402
 from optplan.core.buffer import Memory  # noqa: E402
 from optplan.core.plan import Status  # noqa: E402
 from optplan.core.problem import Problem
@@ -36,14 +38,12 @@ def hierarchy(p: Problem, fraction: float) -> Problem:
 
 
 def run(p: Problem, seconds: float, level: int) -> tuple[str, float]:
-    keep = selection.LINEARIZATION
-    selection.LINEARIZATION = level
-    try:
+    # auto takes no relaxation settings (yet): its Staging is given them for this call
+    patched = functools.partial(selection.Staging, settings=selection.RelaxationSettings(linearization=level))
+    with mock.patch.object(portfolio, "Staging", patched):
         c0 = time.process_time()
         plan = registry.solve(p, "auto", time_limit=seconds, workers=1, seed=0)
         cpu = time.process_time() - c0
-    finally:
-        selection.LINEARIZATION = keep
     staging = plan.stats.get("staging") or {}
     gap = "-" if plan.gap is None and plan.gap_of is None else f"{quantity_name(p, plan, plan.gap_of)} {percent(plan.gap)}".strip()
     info = f"relaxation {staging.get('relaxation', '-')}, tries {staging.get('tries', '-')}" if staging else "-"

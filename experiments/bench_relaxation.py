@@ -33,15 +33,10 @@ FRACTIONS = (0.25, 0.5)
 
 
 def least_lost(objective: Objective, part: Part, seconds: float, mip: str) -> tuple[str, float]:
-    keep = selection.MIP_SOLVER
-    selection.MIP_SOLVER = mip
-    try:
-        c0 = time.process_time()
-        model = selection.Staging(objective, part)
-        lost, chosen, optimal = model.least_lost(Deadline(seconds), Settings(1, 0))
-        cpu = time.process_time() - c0
-    finally:
-        selection.MIP_SOLVER = keep
+    c0 = time.process_time()
+    model = selection.Staging(objective, part, selection.RelaxationSettings(mip_solver=mip))
+    lost, chosen, optimal = model.least_lost(Deadline(seconds), Settings(1, 0))
+    cpu = time.process_time() - c0
     value = "-" if chosen is None else f"{model.lost_of(chosen):,}"
     return f"{'proven' if optimal else 'not proven'} / {value} / {'-' if lost is None else f'{lost:,}'} / {cpu:.1f}", optimal
 

@@ -22,7 +22,8 @@ from optplan.parts import reduce
 from optplan.portfolio.incumbent import Incumbent
 from optplan.registry import finish, solve
 from optplan.search import engine
-from optplan.solvers.cpsat import Settings, part_peaks
+from optplan.solvers.cpsat import Settings
+from optplan.solvers.part_plans import part_peaks
 
 # every step holds 7 units, but no plan packs them in 7: the optimum is 8 (brute force, below)
 GADGET = [(0, 1, 5), (0, 2, 2), (1, 3, 3), (1, 3, 1), (2, 3, 1), (1, 4, 1), (2, 4, 1), (4, 5, 2), (3, 6, 5),

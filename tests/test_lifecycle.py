@@ -80,19 +80,61 @@ def test_a_signal_keeps_the_best_plan_and_leaves_nothing_behind(shared, tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.csv", "tmp"]  # no stray partial file
 
 
-def test_a_second_sigint_exits_at_once_and_writes_nothing(shared, tmp_path) -> None:
-    out, tmp = tmp_path / "plan.csv", tmp_path / "tmp"
+def _signal_cbc(shared: Path, tmp_path: Path, signals: int, moment: float | None) -> tuple[subprocess.Popen, str, list]:
+    """``optplan solve`` minimalloc/D with ``milp-cbc`` (30 s, TMPDIR a fresh ``tmp_path/tmp``),
+    sent ``signals`` SIGINTs (0.05 s apart: two sent at once are delivered once) ``moment`` seconds
+    after its start, or once CBC runs (None). Returns the process, its stderr, and the children
+    seen at the signal."""
+    tmp = tmp_path / "tmp"
     tmp.mkdir()
     proc = _start(["solve", str(shared / "minimalloc" / "D.1048576.csv"), "--planner", "milp-cbc",
-                   "--time-limit", "120", "-o", str(out)], tmp)
-    kids = _wait_until_solving(proc, "cbc")
-    proc.send_signal(signal.SIGINT)
-    time.sleep(0.05)  # two signals sent at once are delivered once
-    proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=30)
+                   "--time-limit", "30", "-o", str(tmp_path / "plan.json")], tmp)
+    if moment is None:
+        kids = _wait_until_solving(proc, "cbc")
+    else:
+        time.sleep(moment)
+        kids = psutil.Process(proc.pid).children(recursive=True)
+    for n in range(signals):
+        if n:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    return proc, stderr, kids
+
+
+def _left_behind(tmp_path: Path, kids: list) -> list:
+    """Files in the temporary directory, children that outlived optplan, and any process still
+    using a file there (a child started after the signal)."""
+    tmp = str(tmp_path / "tmp")
+    users = [p.pid for p in psutil.process_iter(["cmdline"]) if tmp in " ".join(p.info["cmdline"] or [])]
+    return sorted(p.name for p in (tmp_path / "tmp").iterdir()) + [k.pid for k in kids if not _gone([k])] + users
+
+
+def test_a_second_sigint_during_cbc_exits_at_once_writes_nothing_and_leaves_no_temp_dir(shared, tmp_path) -> None:
+    """Issue 30 item 4: the fast exit of a second signal (no ``finally`` runs) removed neither
+    CBC's ``optplan-cbc-*`` directory (model.mps, start.mst, cbc.log) nor, before that, the child."""
+    proc, _, kids = _signal_cbc(shared, tmp_path, 2, None)
     assert proc.returncode == 130
-    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
-    assert _gone(kids)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]  # no plan written
+    assert _left_behind(tmp_path, kids) == []
+
+
+@pytest.mark.parametrize("signals", [1, 2])
+@pytest.mark.parametrize("moment", [3.0, 6.0])
+def test_milp_cbc_signalled_at_any_moment_exits_cleanly(shared, tmp_path, moment: float, signals: int) -> None:
+    """Issue 30 items 3-4: signalled while it reads, finds its warm start, builds or writes the
+    model or runs CBC (which of these at a given moment depends on the machine), milp-cbc exits 130
+    with a valid plan or nothing, leaving no partial or temporary file and no child. A cancel
+    between the warm start and CBC's launch crashed it (exit 1, no plan)."""
+    proc, stderr, kids = _signal_cbc(shared, tmp_path, signals, moment)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and ("interrupted" in stderr or signals == 2), stderr  # the fast exit says nothing
+    plan = tmp_path / "plan.json"
+    if plan.exists():  # (two signals: written in full before the second came)
+        problem = read_problem(shared / "minimalloc" / "D.1048576.csv")
+        assert validate(problem, read_placements(plan, problem)) == []
+    assert {p.name for p in tmp_path.iterdir()} <= {"plan.json", "tmp"}  # no partial file
+    assert _left_behind(tmp_path, kids) == []
 
 
 def test_deadline_parts_charge_their_parents_and_cancel_reaches_every_part() -> None:

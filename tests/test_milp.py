@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 from optplan import registry
 from optplan.cli import main
 from optplan.core.buffer import Buffer, Memory, RelativePlacement
+from optplan.core.deadline import Deadline
 from optplan.core.errors import FormatError, OptplanError, ProblemError
+from optplan.core.objective import Objective
 from optplan.core.plan import Status
 from optplan.core.problem import Problem, objective_weights
 from optplan.core.validate import validate
@@ -24,6 +26,8 @@ from optplan.formats import read_placements, read_problem
 from optplan.formats.lp_io import export_model, import_solution, read_solution
 from optplan.parts import reduce
 from optplan.solvers import milp
+from optplan.solvers.milp_runners import CAPPED, MilpSettings
+from optplan.solvers.planners import solve_milp
 
 
 @st.composite
@@ -275,22 +279,22 @@ def test_cli_export_and_import(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "no such file" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("solver", ["milp-cbc", "milp-highs"])
-def test_a_deterministic_mip_stopped_by_its_wall_cap_keeps_the_warm_start_every_time(shared, monkeypatch, solver) -> None:
+@pytest.mark.parametrize("solver", ["cbc", "highs"])
+def test_a_deterministic_mip_stopped_by_its_wall_cap_keeps_the_warm_start_every_time(shared, solver) -> None:
     """Issue 19 §2: a deterministic MIP run capped in wall time (here 0.8 s, far below minimalloc A's
     root: CBC spent 32 s there) is killed and its answer dropped: the heuristic warm start is the
     plan, the same on every capped run, and the plan says it was capped (SIGINT let CBC hand over
     whatever it had reached by then)."""
-    from optplan.core.deadline import Deadline
-
     p = read_problem(shared / "minimalloc" / "A.1048576.csv")
-    monkeypatch.setattr(milp, "MIP_WALL_CAP", (0.0, 0.8))
-    plans = [registry.solve(p, solver, time_limit=5, deterministic=True, seed=1) for _ in range(2)]
+    settings = MilpSettings(solver=solver, seed=1, wall_cap=(0.0, 0.8))
+    objective = Objective.parse(None, p)
+    results = [solve_milp(p, objective, Deadline(5, deterministic=True), settings) for _ in range(2)]
     warm = milp.best_heuristic(p, Deadline(None))
-    for plan in plans:
-        assert plan.stats["deterministic_wall_capped"] == 1 and milp.CAPPED in plan.stats["mip_status"]
-        assert plan.placements == warm and validate(p, plan.placements) == []
-    assert plans[0].placements == plans[1].placements and plans[0].message == plans[1].message
+    for result in results:
+        run = result.stats["mip_runs"][0]
+        assert run["deterministic_wall_capped"] == 1 and CAPPED in run["mip_status"]
+        assert result.placements == warm and validate(p, result.placements) == []
+    assert results[0].placements == results[1].placements and results[0].message == results[1].message
 
 
 @pytest.mark.parametrize("solver", ["milp-cbc", "milp-highs"])
@@ -305,3 +309,54 @@ def test_a_mip_that_would_not_fit_in_memory_is_refused_in_one_line(shared, monke
     assert main(["solve", str(path), "--planner", solver, "--time-limit", "5"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "GiB available" in err[0]
+
+
+@pytest.mark.parametrize("solver", ["milp-cbc", "milp-highs"])
+def test_a_cancel_between_the_warm_start_and_the_solver_keeps_the_warm_start_and_starts_nothing(
+        shared, monkeypatch, solver) -> None:
+    """Issue 30 item 3: a signal while the model was written for CBC made its limit negative
+    (``ValueError: a time limit must be a number >= 0``: exit 1, no plan), and a signal before
+    the launch still launched the solver. Cancelled there, the planner starts no child process
+    and returns the heuristic warm start, a valid plan."""
+    import subprocess
+
+    p = read_problem(shared / "minimalloc" / "A.1048576.csv")
+    deadline = Deadline(30)
+    write_mps = milp.pulp.LpProblem.writeMPS
+
+    def signal_while_writing(lp, *args, **kwargs):  # the signal handler's cancel, as the model is written
+        deadline.cancel("interrupted")
+        return write_mps(lp, *args, **kwargs)
+
+    started: list[object] = []
+    popen = subprocess.Popen
+
+    def spy(args, *rest, **kwargs):
+        started.append(args)
+        return popen(args, *rest, **kwargs)
+
+    monkeypatch.setattr(milp.pulp.LpProblem, "writeMPS", signal_while_writing)
+    monkeypatch.setattr(subprocess, "Popen", spy)
+    plan = registry.solve(p, solver, deadline=deadline)
+    assert started == []
+    assert plan.found and validate(p, plan.placements) == []
+    assert plan.placements == milp.best_heuristic(p, Deadline(None))
+    assert "interrupted" in plan.message
+
+
+def test_a_cbc_solution_file_cut_short_reads_as_no_solution(tmp_path) -> None:
+    """Issue 30 item 3's IndexError: CBC killed while it writes its solution leaves the file empty
+    or cut in a line, on which PuLP's reader fails; that is no solution (the warm start stays)."""
+    import warnings
+
+    from optplan.solvers import milp_runners
+
+    with warnings.catch_warnings():  # PuLP 3.3 deprecates its bundled CBC for 4.0
+        warnings.simplefilter("ignore", DeprecationWarning)
+        cbc = milp.pulp.PULP_CBC_CMD(msg=False)
+    lp = milp.pulp.LpProblem("cut", milp.pulp.LpMinimize)
+    sol = tmp_path / "model.sol"
+    assert not milp_runners._read_cbc_solution(cbc, str(sol), lp, [], {}, {})  # none at all
+    for text in ("", "Optimal - objective value 3\n      0 x  1\n"):
+        sol.write_text(text)
+        assert not milp_runners._read_cbc_solution(cbc, str(sol), lp, [], {}, {})

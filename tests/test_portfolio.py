@@ -24,7 +24,7 @@ from optplan.formats import read_problem
 from optplan.heuristics import run as heuristics_run
 from optplan.registry import names, solve
 from optplan.solvers import cpsat  # the portfolio imports CP-SAT's ``run`` from here when it runs it
-from optplan.solvers.cpsat import Outcome
+from optplan.solvers.outcome import Outcome
 
 
 @pytest.fixture
@@ -239,7 +239,8 @@ def test_lns_moves_from_the_incumbent_another_member_found() -> None:
     from optplan.core.objective import Objective
     from optplan.parts import reduce, settle
     from optplan.portfolio.incumbent import Incumbent
-    from optplan.solvers.cpsat import Settings, part_peaks
+    from optplan.solvers.cpsat import Settings
+    from optplan.solvers.part_plans import part_peaks
 
     p = Problem(tuple(Buffer(f"b{i}", 1 + (7 * i) % 5, i % 6, i % 6 + 1 + i % 4) for i in range(24)))
     objective = Objective.parse(None, p)

@@ -16,9 +16,8 @@ from optplan.core.deadline import Deadline
 from optplan.core.objective import Objective
 from optplan.core.problem import Problem
 from optplan.parts import reduce
-from optplan.solvers import selection
 from optplan.solvers.cpsat import Settings
-from optplan.solvers.selection import Staging, alone
+from optplan.solvers.selection import RelaxationSettings, Staging, alone
 
 FAST_FIRST = Objective.parse("fast-first")
 
@@ -47,16 +46,15 @@ def cases(seed: int, n: int, make=random_hierarchy):
 
 
 @pytest.fixture(params=["SCIP", ""], ids=["mip", "cpsat"])
-def mip(request, monkeypatch) -> str:
+def mip(request) -> RelaxationSettings:
     """least_lost by the MIP solver first (wall-clock deadlines) or by CP-SAT alone."""
-    monkeypatch.setattr(selection, "MIP_SOLVER", request.param)
-    return request.param
+    return RelaxationSettings(mip_solver=request.param)
 
 
 def test_bounds_hold(mip) -> None:
     seen = 0
     for _p, part, (w_opt, l_opt) in cases(3, 30):
-        model = Staging(FAST_FIRST, part)
+        model = Staging(FAST_FIRST, part, mip)
         lost, chosen, optimal = model.least_lost(Deadline(10), Settings(1, 0))
         assert optimal and chosen is not None and lost is not None and lost <= l_opt
         assert model.lost_of(chosen) == lost
@@ -70,7 +68,7 @@ def test_bounds_hold(mip) -> None:
 def test_cuts_from_sets_that_do_not_pack_keep_the_bound_and_close_it(mip) -> None:
     seen = loose = 0
     for p, part, (_w, l_opt) in cases(8, 30, aligned):
-        model = Staging(FAST_FIRST, part)
+        model = Staging(FAST_FIRST, part, mip)
         loose += model.least_lost(Deadline(10), Settings(1, 0))[0] < l_opt  # type: ignore[operator]
         for m in part.memories:
             if part.problem.memory(m).capacity is None:
@@ -158,8 +156,8 @@ def test_neighbourhood_model_with_fixed_units_matches_the_brute_force() -> None:
                            if b.id in pinned else b for b in p.buffers)
         ref = brute_force_optimum(q, objective=FAST_FIRST)
         out = run(PartModel(part, FAST_FIRST, active=active, fixed=fixed), Settings(1, 0), Deadline(10))
-        assert out.optimal and out.choices is not None and ref is not None
-        merged = [fixed[i] if i in fixed else out.choices[active.index(i)] for i in range(len(part.units))]
+        assert out.optimal and out.solution is not None and ref is not None
+        merged = [fixed[i] if i in fixed else out.solution[active.index(i)] for i in range(len(part.units))]
         assert FAST_FIRST.value(p, part.placements(merged)) == ref[0], (p, fixed)
         seen += 1
     assert seen >= 10

@@ -3,14 +3,19 @@
 ``interruptible(deadline)``: while ``solving``, the first SIGINT or SIGTERM cancels the deadline,
 so every planner stops and returns its incumbent (the caller validates and writes it); before
 that (reading the input) it raises KeyboardInterrupt. A second signal exits at once (128 + signal
-number) after killing every child process group, writing nothing. The signal
-is noticed on a thread (``signal.set_wakeup_fd``) because the main thread may sit inside a C++
-solver that does not return to Python until it is told to stop.
+number) after killing every child process group and removing their temporary directories,
+writing nothing. The signal is noticed on a thread (``signal.set_wakeup_fd``) because the main
+thread may sit inside a C++ solver that does not return to Python until it is told to stop.
 
 ``run_child``: a solver process (CBC, the HiGHS worker) in its own process group, so that a
 terminal's Ctrl-C does not reach it behind our back and one ``killpg`` takes all it started; it
 is stopped at the deadline (SIGINT first: CBC then reports its best solution), killed
 ``grace`` seconds later, and killed whenever this process leaves.
+
+``temp_dir``: a temporary directory for a child's files (CBC's model, warm start, solution and
+log), removed at the end of its block and, since the fast exit of a second signal skips every
+``finally``, by that exit too, after the children are killed. A child or directory is started
+and registered under one lock, so the fast exit misses none, and starts nothing after it.
 
 ``fork_member``: a portfolio member (a Python function) in a forked process of its own group,
 racing the members of this process. It runs on a copy of its Deadline: cancelling or halting
@@ -26,8 +31,10 @@ from __future__ import annotations
 import atexit
 import multiprocessing as mp
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -37,7 +44,9 @@ from typing import IO, Any
 from optplan.core.deadline import Deadline
 
 _groups: set[int] = set()  # process groups of running children
-_lock = threading.Lock()
+_temp_dirs: set[str] = set()  # temporary directories of running children (``temp_dir``)
+_leaving = threading.Event()  # the fast exit has begun: nothing new is started or made
+_lock = threading.Lock()  # held while a child or directory is started and registered
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -47,11 +56,73 @@ def kill_children() -> None:
     for g in groups:
         try:
             os.killpg(g, signal.SIGKILL)
-        except OSError:
-            pass
+        except OSError:  # (a group not formed yet: its leader alone)
+            try:
+                os.kill(g, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 atexit.register(kill_children)
+
+
+def _forget_the_parents() -> None:
+    """In a forked child: the parent's children and directories are the parent's, and its lock
+    may have been held at the fork (``_registering``)."""
+    global _lock, _leaving
+    _lock, _leaving = threading.Lock(), threading.Event()
+    _groups.clear()
+    _temp_dirs.clear()
+
+
+os.register_at_fork(after_in_child=_forget_the_parents)
+
+
+@contextmanager
+def _registering() -> Iterator[None]:
+    """Start a child or make a directory and register it within the block, atomically for the fast
+    exit: it then kills or removes it, whenever the signal came. Once the fast exit has begun,
+    nothing is started: this thread waits for the process to end."""
+    lock = _lock
+    lock.acquire()
+    if _leaving.is_set():
+        lock.release()
+        threading.Event().wait()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+@contextmanager
+def temp_dir(prefix: str) -> Iterator[str]:
+    """A new temporary directory (in TMPDIR) for the block, removed after it, or by the fast exit."""
+    with _registering():
+        path = tempfile.mkdtemp(prefix=prefix)
+        _temp_dirs.add(path)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        with _lock:
+            _temp_dirs.discard(path)
+
+
+def _leave_now(code: int) -> None:
+    """The fast exit: start nothing more, kill every child's group, remove every ``temp_dir``
+    (``os._exit`` skips every ``finally``), and exit with ``code``."""
+    with _lock:
+        _leaving.set()
+    kill_children()
+    with _lock:
+        paths = list(_temp_dirs)
+    for path in paths:
+        for _ in range(20):  # a child being killed, or this process, may still add a file meanwhile
+            shutil.rmtree(path, ignore_errors=True)
+            if not os.path.exists(path):
+                break
+            time.sleep(0.01)
+    os._exit(code)
 
 
 def run_child(args: Sequence[str], deadline: Deadline, grace: float = 1.0, stop: int = signal.SIGINT,
@@ -61,9 +132,9 @@ def run_child(args: Sequence[str], deadline: Deadline, grace: float = 1.0, stop:
     seconds: the child's own limit should fire first) or its cancellation, then ``stop`` its group,
     and SIGKILL after ``grace``; or ``wall`` seconds (a deterministic deadline's cap, whose answer
     the caller drops), then SIGKILL at once. Returns its exit code and whether it was stopped."""
-    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log or subprocess.DEVNULL,
-                            stderr=subprocess.STDOUT if log else subprocess.DEVNULL, start_new_session=True, env=env)
-    with _lock:
+    with _registering():
+        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log or subprocess.DEVNULL,
+                                stderr=subprocess.STDOUT if log else subprocess.DEVNULL, start_new_session=True, env=env)
         _groups.add(proc.pid)
     start = time.perf_counter()
     try:
@@ -103,15 +174,15 @@ class Member:
         recv, send = ctx.Pipe(duplex=False)
         self.recv = recv
         self.proc = ctx.Process(target=_member_main, args=(target, deadline, self.flag, send, os.getpid()), daemon=True)
-        self.proc.start()
-        send.close()
-        self.pid: int = self.proc.pid  # type: ignore[assignment]  # (started: not None)
-        try:
-            os.setpgid(self.pid, self.pid)  # (the child does it too: whichever runs first)
-        except OSError:
-            pass
-        with _lock:
+        with _registering():
+            self.proc.start()
+            self.pid: int = self.proc.pid  # type: ignore[assignment]  # (started: not None)
+            try:
+                os.setpgid(self.pid, self.pid)  # (the child does it too: whichever runs first)
+            except OSError:
+                pass
             _groups.add(self.pid)
+        send.close()
         self._hook = deadline.on_cancel(self.stop)
         self._hook.__enter__()
 
@@ -187,8 +258,6 @@ def _member_main(target: Callable[[Deadline], Any], deadline: Deadline, flag: An
     signal.set_wakeup_fd(-1)  # the parent's signal pipe is the parent's
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent hears the terminal and stops us by the flag
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    with _lock:
-        _groups.clear()  # the parent's children are the parent's to kill
     root = deadline.root
     root.hooks, root.lock = [], threading.Lock()  # the parent's solvers are not here; its lock may be held
 
@@ -268,8 +337,7 @@ def interruptible(deadline: Deadline) -> Iterator[Interrupts]:
                     continue
                 received.append(sig)
                 if len(received) > 1:  # the user insists: leave now, write nothing
-                    kill_children()
-                    os._exit(128 + sig)
+                    _leave_now(128 + sig)
                 deadline.cancel("interrupted")
 
     watcher = threading.Thread(target=watch, daemon=True, name="optplan-signals")

@@ -102,14 +102,15 @@ REDUCE_COLUMNS_SECONDS_PER_UNIT = 1e-5  # split on the arrays (``reduce.columns_
 def _auto_clocks(problem: Problem, best: Plan | None, objective: Objective, deadline: Deadline,
                  workers: int, seed: int, stats: dict[str, object]) -> Result:
     """Concurrent lifetimes: CP-SAT's pairwise model from the best heuristic plan; the better wins."""
-    from optplan.solvers.clock_models import MAX_PAIRS, cpsat_clocks
+    from optplan.solvers.clock_models import MAX_CLOCK_PAIRS, cpsat_clocks
+    from optplan.solvers.cpsat import Settings
 
     hint = best.placements if best is not None and best.found else None
     pairs = clock_graph(problem).pairs()
-    if hint is not None and pairs > MAX_PAIRS:
+    if hint is not None and pairs > MAX_CLOCK_PAIRS:
         return Result(hint, stats=stats, message=f"{pairs:,} conflicting pairs: too many for the pairwise exact model; "
                                                  "the best heuristic plan stands")
-    exact = cpsat_clocks(problem, objective, deadline, workers, seed, hint)
+    exact = cpsat_clocks(problem, objective, deadline, Settings(workers, seed), hint)
     exact.stats.update(stats, exact="cpsat (vector clocks)")
     if exact.placements is None or (hint is not None and not exact.proven_optimal
                                     and objective.value(problem, hint) < objective.value(problem, exact.placements)):
@@ -485,7 +486,8 @@ def _solve_parts(red: Reduction, best: Plan | None, deadline: Deadline, t0: floa
 
     ``goal``: stop a part as soon as its peaks fit the capacities of this problem. ``dived``: the
     search ran on the whole problem (``_early_search``): parts where it only dives do without it."""
-    from optplan.solvers.cpsat import Tracker, part_result
+    from optplan.solvers.cpsat import part_result
+    from optplan.solvers.parts_loop import Tracker
 
     tracker = Tracker(red, progress, t0)
     results: list[Result | None] = [None] * len(red.parts)
@@ -693,7 +695,8 @@ def _solve_part(part: Part, clock: Deadline, settings: Settings, objective: Obje
     repeatable) one after the other, the search first on ``SEARCH_SHARE`` of the time.
     ``proven`` receives the search's per-memory bounds (bytes)."""
     from optplan.portfolio.incumbent import Incumbent
-    from optplan.solvers.cpsat import at_floor, part_peaks, part_result
+    from optplan.solvers.cpsat import part_result
+    from optplan.solvers.part_plans import at_floor, part_peaks
 
     stats: dict[str, object] = {}
     if incumbent is not None and objective.optimizes and at_floor(objective, part, incumbent):
@@ -857,7 +860,9 @@ def _exact(part: Part, clock: Deadline, settings: Settings, objective: Objective
     CP-SAT once more if LNS improved the plan. Parts too large for the full model get LNS only.
     Stops early at a proof, a plan at the goal, or a halt. ``proven``: per-memory bounds (bytes)
     proven so far, raised here by refuted decisions."""
-    from optplan.solvers.cpsat import FULL_MODEL_MAX_UNITS, PartModel, part_peaks, run, stop_reason
+    from optplan.solvers.cpsat import FULL_MODEL_MAX_UNITS, PartModel, run
+    from optplan.solvers.outcome import stop_reason
+    from optplan.solvers.part_plans import part_peaks
 
     left = clock.left
     incumbent, _ = inc.get()
@@ -893,7 +898,7 @@ def _exact(part: Part, clock: Deadline, settings: Settings, objective: Objective
     # deterministic runs cannot stop on a stall (wall-clock): they give the full model half
     out = run(pm, settings, clock.share(0.5) if clock.deterministic else clock, relay, stall=stall)
     stats["cpsat_status"] = out.status
-    inc.offer(out.choices, "cpsat")
+    inc.offer(out.solution, "cpsat")
     if out.infeasible and ceiling is None:
         return _Exact(pm, infeasible=True)
     if inc.get()[0] is None:
@@ -913,7 +918,7 @@ def _exact(part: Part, clock: Deadline, settings: Settings, objective: Objective
         pm.hint(dict(enumerate(incumbent)))  # type: ignore[arg-type]
         out = run(pm, settings, clock, relay)
         stats["cpsat_final_status"] = out.status
-        inc.offer(out.choices, "cpsat")
+        inc.offer(out.solution, "cpsat")
         if out.optimal:
             return _Exact(pm, True, bound=out.bound)
         best_bound = max(best_bound or 0, out.bound or 0) or None
@@ -927,7 +932,8 @@ def _floor_decisions(part: Part, clock: Deadline, settings: Settings, objective:
     decision follows; a plan is optimal (True); an undecided one ends the decisions. Minimization
     rarely proves a bound above the live load, while a decision at it often refutes it or finds the
     perfect packing (tight generated instances: experiments/bench_minimize.py)."""
-    from optplan.solvers.cpsat import PartModel, part_peaks, run
+    from optplan.solvers.cpsat import PartModel, run
+    from optplan.solvers.part_plans import part_peaks
 
     # not in deterministic mode: on minimalloc A at 2 deterministic seconds the decisions left LNS no
     # move (5 without them), and the CP-SAT runs there are short shares already
@@ -948,8 +954,8 @@ def _floor_decisions(part: Part, clock: Deadline, settings: Settings, objective:
         except OverflowError:
             return False
         out = run(pm, settings, budget)
-        if out.choices is not None:
-            inc.offer(out.choices, "cpsat-floor")
+        if out.solution is not None:
+            inc.offer(out.solution, "cpsat-floor")
             stats["cpsat_floor"] = {"decisions": decided + 1, "found_at": floor * part.scale}
             return True  # at a proven bound
         if not out.infeasible:
@@ -963,7 +969,7 @@ def _floor_decisions(part: Part, clock: Deadline, settings: Settings, objective:
 
 def _better(objective: Objective, part: Part, a: list[Choice], b: list[Choice]) -> bool:
     """Plan ``a`` is better than ``b`` under ``objective`` (the objective of the whole problem)."""
-    from optplan.solvers.cpsat import part_value
+    from optplan.solvers.part_plans import part_value
 
     return part_value(objective, part, a) < part_value(objective, part, b)
 
@@ -1006,9 +1012,9 @@ def lns(part: Part, inc: Incumbent, settings: Settings, objective: Objective, cl
         out = run(pm, settings, budget)
         budget.spend(max(0.0, LNS_MOVE_DTIME - out.dtime))  # deterministic: a small model's solve is not all a move costs
         iters += 1
-        if out.choices is not None:
+        if out.solution is not None:
             new = list(cur)
-            for i, c in zip(pm.active, out.choices):
+            for i, c in zip(pm.active, out.solution):
                 new[i] = c
             new_top: dict[str, int] = {}
             for i in free:
@@ -1019,7 +1025,7 @@ def lns(part: Part, inc: Incumbent, settings: Settings, objective: Objective, cl
                 improved += 1
         if out.optimal:
             size, band = min(hood.n, int(size * 1.3) + 1), min(1.0, band * 1.3)
-        elif out.choices is None or (out.dtime if clock.deterministic else out.seconds) >= budget.seconds * 0.9:
+        elif out.solution is None or (out.dtime if clock.deterministic else out.seconds) >= budget.seconds * 0.9:
             size, band = max(8, int(size * 0.7)), max(0.002, band * 0.7)
     return {"lns_moves": iters, "lns_improved": improved}
 

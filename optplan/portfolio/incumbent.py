@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 from optplan.core.objective import Objective
 from optplan.parts import Choice, Part
 from optplan.registry import Result
-from optplan.solvers.cpsat import part_result, part_value
+from optplan.solvers.cpsat import part_result
+from optplan.solvers.part_plans import part_value
 
 
 class Incumbent:

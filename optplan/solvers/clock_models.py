@@ -15,17 +15,21 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from optplan.core.clocks import clock_graph
-from optplan.core.plan import Placement
-from optplan.registry import Result
+from ortools.sat.python import cp_model
 
-MAX_PAIRS = 200_000  # auto skips the pairwise model above this many conflicting pairs
+from optplan.core.clocks import clock_graph
+from optplan.core.deadline import Deadline
+from optplan.core.objective import Objective
+from optplan.core.plan import Placement
+from optplan.core.problem import Problem
+from optplan.core.units import Unit
+from optplan.registry import Result
+from optplan.solvers.cpsat import Settings, charge, solve
+
+MAX_CLOCK_PAIRS = 200_000  # auto skips the pairwise model above this many conflicting pairs
 
 if TYPE_CHECKING:
-    from optplan.core.deadline import Deadline
-    from optplan.core.objective import Objective
-    from optplan.core.problem import Problem
-    from optplan.core.units import Unit
+    from optplan.solvers.milp_runners import MilpSettings
 
 
 Pair = tuple[int, int, list[tuple[int, int]]]  # units i, j; ranges of offset(i) - offset(j) that collide
@@ -62,12 +66,9 @@ def _placements(units: list[Unit], rest: dict[str, Placement], memory: list[str]
     return out
 
 
-def cpsat_clocks(problem: Problem, objective: Objective, deadline: Deadline, workers: int, seed: int,
+def cpsat_clocks(problem: Problem, objective: Objective, deadline: Deadline, settings: Settings,
                  hint: Mapping[str, Placement] | None = None) -> Result:
-    from ortools.sat.python import cp_model
-
-    from optplan.solvers.cpsat import Settings, charge, solve
-
+    """CP-SAT on the pairwise model, warm-started from ``hint``."""
     units, rest, pairs = _units(problem)
     model = cp_model.CpModel()
     offset, chosen = [], []
@@ -102,7 +103,7 @@ def cpsat_clocks(problem: Problem, objective: Objective, deadline: Deadline, wor
             if u.root in hint:
                 model.add_hint(offset[i], hint[u.root].offset)
     solver = cp_model.CpSolver()
-    Settings(workers, seed).apply(solver, deadline)  # deterministic: one worker, deterministic time
+    settings.apply(solver, deadline)  # deterministic: one worker, deterministic time
     status = solve(solver, model, deadline)  # a signal stops it
     charge(solver, status, deadline)
     stats: dict[str, object] = {"model": "vector clocks", "pairs": len(pairs), "status": solver.status_name(status)}
@@ -118,12 +119,13 @@ def cpsat_clocks(problem: Problem, objective: Objective, deadline: Deadline, wor
     return Result(placements, proven_optimal=status == cp_model.OPTIMAL and objective.optimizes, bound=bound, stats=stats)
 
 
-def milp_clocks(problem: Problem, solver: str, objective: Objective, deadline: Deadline, workers: int,
-                seed: int, hint: Mapping[str, Placement] | None = None) -> Result:
-    """The same model as a MILP (big-M disjunctions), solved by ``optplan.solvers.milp.run``."""
-    import pulp  # type: ignore[import-untyped]
+def milp_clocks(problem: Problem, objective: Objective, deadline: Deadline, settings: MilpSettings,
+                hint: Mapping[str, Placement] | None = None) -> Result:
+    """The same model as a MILP (big-M disjunctions), solved by ``optplan.solvers.milp_runners.run``
+    (PuLP is imported when this runs, not with the CP-SAT model)."""
+    import pulp
 
-    from optplan.solvers.milp import Model, run
+    from optplan.solvers.milp_runners import run
 
     units, rest, pairs = _units(problem)
     lp = pulp.LpProblem("clocks", pulp.LpMinimize)
@@ -165,16 +167,15 @@ def milp_clocks(problem: Problem, solver: str, objective: Objective, deadline: D
             for m, lit in chosen[i].items():
                 lit.setInitialValue(int(hint[u.root].memory == m))
         warm = True
-    model = Model(None, lp, objective, offset, [], [], {}, [], peak, {}, weights, 1, (), [])  # type: ignore[arg-type]
-    out = run(model, solver, deadline, workers, seed, warm=warm)
+    out = run(lp, settings, deadline, warm=warm, step=math.gcd(*weights.values()) or 1, optimizes=objective.optimizes)
     stats: dict[str, object] = {"model": "vector clocks", "pairs": len(pairs), "mip_status": out.status}
-    if out.values is None:
+    if out.solution is None:
         return Result(None, proven_infeasible=out.infeasible, stats=stats,
                       message="the MIP proved no plan fits" if out.infeasible else "the MIP found no plan in time")
-    values = out.values
+    values = out.solution
     placements = _placements(units, rest, [max(x, key=lambda m: values.get(x[m].name, 0.0)) for x in chosen],
                              [int(round(values[o.name])) for o in offset])
     bound = None
     if out.bound is not None and len(problem.memories) == 1:
-        bound = {problem.memory_names[0]: math.ceil(out.bound - 1e-6)}
+        bound = {problem.memory_names[0]: out.bound}
     return Result(placements, proven_optimal=out.optimal and objective.optimizes, bound=bound, stats=stats)

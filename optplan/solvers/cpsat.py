@@ -1,17 +1,19 @@
-"""The exact CP-SAT planner: one model per independent part of the problem (``reduce``).
+"""The exact CP-SAT engine: the model of a part, the solve that a signal stops, and its runner.
 
-Per part, in units of the part's grid: a root offset per unit (``offset = r + m * k`` for the
-alignment modulus ``(m, r)``), one presence literal per allowed memory when the unit may choose
-(exactly one is true), per memory a ``NoOverlap2D`` of (fixed time interval, offset interval)
-rectangles of the units' footprint pieces, plus the same boxes as a cumulative over time (the
-live-load argument, redundant but it feeds the bound). Relative placements are inside units:
-every member is a fixed offset from its root and shares the root's memory literal. Per memory a
-peak variable ``P >= offset + top`` bounded by the capacity and from below by the lower bound;
-objective: minimize the weighted sum of peaks, or nothing under ``objective="feasible"``.
-Identical units are ordered by (memory, offset); hints are permuted to agree.
+Per part (``optplan.parts``), in units of the part's grid: a root offset per unit (``offset = r +
+m * k`` for the alignment modulus ``(m, r)``), one presence literal per allowed memory when the
+unit may choose (exactly one is true), per memory a ``NoOverlap2D`` of (fixed time interval,
+offset interval) rectangles of the units' footprint pieces, plus the same boxes as a cumulative
+over time (the live-load argument, redundant but it feeds the bound). Relative placements are
+inside units: every member is a fixed offset from its root and shares the root's memory literal.
+Per memory a peak variable ``P >= offset + top`` bounded by the capacity and from below by the
+lower bound; objective: minimize the weighted sum of peaks, or nothing under
+``objective="feasible"``. Identical units are ordered by (memory, offset); hints are permuted to
+agree.
 
 Status is truthful: OPTIMAL / INFEASIBLE only on CP-SAT's proof; otherwise the best plan found
-(or the warm start) is returned with the best proven bound.
+(or the warm start) is returned with the best proven bound. The planner ``cpsat`` is in
+``optplan.solvers.planners``; the portfolio builds on ``PartModel`` and ``run`` directly.
 """
 
 from __future__ import annotations
@@ -28,21 +30,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from ortools.sat.python import cp_model
 
-from optplan.core.bounds import lower_bounds
 from optplan.core.deadline import Deadline
-from optplan.core.objective import Objective, fastest_fit
-from optplan.core.plan import Placement, peaks
-from optplan.core.problem import Problem
+from optplan.core.objective import Objective
 from optplan.core.units import Unit
-from optplan.parts import (
-    Choice,
-    Part,
-    identical_groups,
-    merge,
-    order_choices,
-    reduce,
-)
-from optplan.registry import Result, planner
+from optplan.parts import Choice, Part, identical_groups, order_choices
+from optplan.registry import Result
+from optplan.solvers.outcome import Outcome
+from optplan.solvers.part_plans import part_peaks
 
 _INT_LIMIT = 1 << 62  # CP-SAT objectives and domains must stay inside int64
 _PACK_LIMIT = _INT_LIMIT  # above it, (lost benefit, weighted peaks) are minimized in two stages, not packed in one
@@ -51,21 +45,6 @@ _PACK_LIMIT = _INT_LIMIT  # above it, (lost benefit, weighted peaks) are minimiz
 # 60 s limit). Such parts get no full model; ``auto`` works on them by neighbourhood search.
 FULL_MODEL_MAX_UNITS = 5000
 
-
-@dataclass
-class Outcome:
-    """What one CP-SAT run on a part produced (offsets in the part's grid units)."""
-
-    choices: list[Choice] | None  # one (memory, root offset) per modeled unit
-    optimal: bool = False  # proven optimal for the model that was solved
-    infeasible: bool = False  # proven infeasible (only meaningful without incumbent cuts)
-    value: int | None = None  # model objective of ``choices``
-    bound: int | None = None  # model objective bound
-    status: str = ""
-    seconds: float = 0.0
-    dtime: float = 0.0  # deterministic seconds (a Deadline's unit) the run took
-
-
 # CP-SAT's deterministic time per deterministic second of a Deadline: CP-SAT's unit is far slower
 # than a wall second here (counting it 1:1 made a 10 s deterministic limit take 65-100 s). At 0.1,
 # one deterministic second took a median 1.43 CPU s (0.95-1.9) minimizing the peak of generated
@@ -73,6 +52,9 @@ class Outcome:
 # (experiments/calibrate_deterministic.py): 0.07 makes the first about a CPU second; the rest is
 # what the wall-clock guard (``Deadline.wall_left``) is for.
 DTIME_PER_SECOND = 0.07
+
+Report = Callable[[dict[int, Choice] | None, int | None, int | None], None]  # (plan, value, bound) as found
+Boxes = dict[str, tuple[list[cp_model.IntervalVar], list[cp_model.IntervalVar], list[int]]]  # per memory: x, y, heights
 
 
 # Solves running on any thread (``solve``). A solve told to stop while the interpreter exits aborts
@@ -117,9 +99,15 @@ def charge(solver: cp_model.CpSolver, status: cp_model.CpSolverStatus, deadline:
     return spent
 
 
-@dataclass
+def int_bound(x: float) -> int:
+    """CP-SAT reports bounds as doubles: round down by more than their error, never up."""
+    return math.ceil(x - max(1e-6, abs(x) * 1e-12))
+
+
+@dataclass(frozen=True)
 class Settings:
-    """Solver options shared by every CP-SAT run of one planner call."""
+    """Solver options shared by every CP-SAT run of one planner call (``extra``: CP-SAT
+    parameters by name, set last)."""
 
     workers: int = 2
     seed: int = 0
@@ -165,10 +153,40 @@ class PartModel:
         units = part.scaled
         self.active = list(range(len(units))) if active is None else list(active)
         self.fixed = dict(fixed or {})
-        self.model = model = cp_model.CpModel()
-        mems = [m for m in part.memories if any(m in units[i].memories for i in self.active)]
-        self.memories = mems
-        # peak horizon per memory: capacity, else everything stacked above the fixed units
+        self.model = cp_model.CpModel()
+        self.memories = [m for m in part.memories if any(m in units[i].memories for i in self.active)]
+        self.room: dict[str, int] = {}  # per memory: no byte above it (the capacity, else all stacked)
+        self.horizon: dict[str, int] = {}  # per memory: the peak's upper end (room, ceiling)
+        self.peak: dict[str, cp_model.IntVar] = {}
+        self._peaks(self._horizons(fixed_count, ceiling or {}))
+        self.offset: dict[int, cp_model.IntVar] = {}
+        self.lit: dict[int, dict[str, cp_model.IntVar | None]] = {}  # None: the unit's only memory
+        self.ks: list[tuple[cp_model.IntVar, int, int, int, str | None]] = []  # k, unit, m, r, memory
+        boxes: Boxes = {m: ([], [], []) for m in self.memories}
+        obstacles = self._obstacles(self.memories)
+        for i in self.active:
+            self._unit(i, floor or {}, obstacles, boxes)
+        for m, (xs, ys, hs) in boxes.items():
+            if len(xs) > 1:
+                self.model.add_no_overlap_2d(xs, ys)
+                self.model.add_cumulative(xs, hs, self.peak[m])
+        groups = identical_groups([units[i] for i in self.active]) if symmetry else []
+        self.groups = [[self.active[j] for j in g] for g in groups]  # unit indices of the part
+        for g in self.groups:
+            self._order(g)
+        self.weights: dict[str, int] = {}
+        self.weight_factor: int | None = None  # model objective * factor * scale = weighted bytes
+        self.shift, self.lost_unit, self.lost_const = 1, 1, 0  # see _lost and split
+        # (first, second) when first * shift + second would overflow: minimized one after the other
+        self.stages: tuple[cp_model.LinearExprT, cp_model.LinearExprT] | None = None
+        self.first: int | None = None  # the first stage's proven optimum, once fixed
+        if objective.optimizes:
+            self._objective()
+
+    def _horizons(self, fixed_count: bool, ceiling: dict[str, int]) -> dict[str, int]:
+        """Sets ``room`` and ``horizon`` per memory (the capacity, else everything stacked above
+        the units that cannot move, capped by ``ceiling``); returns the peak floor those units set."""
+        units, mems = self.part.scaled, self.memories
         fixed_top = {m: 0 for m in mems}  # peak floor from units that cannot move
         reach = {m: 0 for m in mems}  # highest byte (members without bytes too) of those units
         for i, (m, fixed_o) in self.fixed.items():
@@ -184,85 +202,62 @@ class PartModel:
                         reach[m] = max(reach[m], u.fixed_offset + u.high)
                         if len(u.memories) == 1:
                             fixed_top[m] = max(fixed_top[m], u.fixed_offset + u.top)
-        stack = {m: reach[m] + sum(units[i].height + units[i].modulus[m][0] - 1 - min(units[i].low, 0)
+        for m in mems:
+            stack = reach[m] + sum(units[i].height + units[i].modulus[m][0] - 1 - min(units[i].low, 0)
                                    for i in self.active if m in units[i].memories and units[i].fixed_offset is None)
-                 for m in mems}
-        self.room = {m: stack[m] if part.capacity[m] is None else part.capacity[m] for m in mems}
-        horizon = {}
-        for m in mems:
-            h = min(self.room[m], stack[m])
-            if ceiling and m in ceiling:
-                h = min(h, ceiling[m])
-            horizon[m] = h
-        self.horizon = horizon
-        self.peak = {}
-        for m in mems:
-            lo = max(part.lower.get(m, 0), fixed_top[m])
-            self.peak[m] = model.new_int_var(min(lo, horizon[m]), max(horizon[m], 0), f"peak[{m}]")
-            if lo > horizon[m]:
-                model.add_bool_or([])  # no plan below the ceiling: say so instead of crashing
-        self.offset: dict[int, cp_model.IntVar] = {}
-        self.lit: dict[int, dict[str, cp_model.IntVar]] = {}
-        self.ks: list[tuple[cp_model.IntVar, int, int, int, str | None]] = []  # k, unit, m, r, memory
-        boxes: dict[str, tuple[list, list, list]] = {m: ([], [], []) for m in mems}
-        obstacles = self._obstacles(mems)
-        for i in self.active:
-            u = units[i]
-            options = [m for m in u.memories if m in mems]
-            cap_hi = max(self.room[m] - u.high for m in options)
-            lo = -u.low
-            if floor and len(options) == 1 and options[0] in floor:
-                lo = max(lo, floor[options[0]] - u.low)
-            if u.fixed_offset is not None:
-                lo = cap_hi = u.fixed_offset
-            o = model.new_int_var(lo, max(lo, cap_hi), f"o{i}")
-            self.offset[i] = o
-            lits: dict[str, cp_model.IntVar | None]
-            if len(options) == 1:
-                lits = {options[0]: None}
-            else:
-                lits = {m: model.new_bool_var(f"x{i}{m}") for m in options}
-                model.add_exactly_one(lits.values())
-            self.lit[i] = lits  # type: ignore[assignment]
-            moduli = {u.modulus[m] for m in options}
-            if len(moduli) == 1:
-                self._align(i, *next(iter(moduli)), None, None, lo, cap_hi)
-            for m, x in lits.items():
-                if len(moduli) > 1:
-                    self._align(i, *u.modulus[m], m, x, lo, cap_hi)
-                enf: list[cp_model.IntVar] = [] if x is None else [x]
-                if m in obstacles:
-                    model.add_linear_expression_in_domain(o, self._clear(u, obstacles[m], lo, max(lo, cap_hi))).only_enforce_if(enf)
-                model.add(o + u.high <= self.room[m]).only_enforce_if(enf)
-                if floor and m in floor and len(options) > 1:
-                    model.add(o + u.low >= floor[m]).only_enforce_if(enf)
-                model.add(self.peak[m] >= o + u.top).only_enforce_if(enf)
-                for a, b, y0, y1 in u.pieces:
-                    if x is None:
-                        xi = model.new_fixed_size_interval_var(a, b - a, "")
-                        yi = model.new_fixed_size_interval_var(o + y0, y1 - y0, "")
-                    else:
-                        xi = model.new_optional_fixed_size_interval_var(a, b - a, x, "")
-                        yi = model.new_optional_fixed_size_interval_var(o + y0, y1 - y0, x, "")
-                    boxes[m][0].append(xi)
-                    boxes[m][1].append(yi)
-                    boxes[m][2].append(y1 - y0)
-        for m, (xs, ys, hs) in boxes.items():
-            if len(xs) > 1:
-                model.add_no_overlap_2d(xs, ys)
-                model.add_cumulative(xs, hs, self.peak[m])
-        groups = identical_groups([units[i] for i in self.active]) if symmetry else []
-        self.groups = [[self.active[j] for j in g] for g in groups]  # unit indices of the part
-        for g in self.groups:
-            self._order(g)
-        self.weights: dict[str, int] = {}
-        self.weight_factor: int | None = None  # model objective * factor * scale = weighted bytes
-        self.shift, self.lost_unit, self.lost_const = 1, 1, 0  # see _lost and split
-        # (first, second) when first * shift + second would overflow: minimized one after the other
-        self.stages: tuple[cp_model.LinearExprT, cp_model.LinearExprT] | None = None
-        self.first: int | None = None  # the first stage's proven optimum, once fixed
-        if objective.optimizes:
-            self._objective()
+            cap = self.part.capacity[m]
+            self.room[m] = stack if cap is None else cap
+            self.horizon[m] = min(self.room[m], stack, ceiling.get(m, stack))
+        return fixed_top
+
+    def _peaks(self, fixed_top: dict[str, int]) -> None:
+        """A peak variable per memory, from its lower bound (or the fixed units' top) to its horizon."""
+        for m in self.memories:
+            lo = max(self.part.lower.get(m, 0), fixed_top[m])
+            self.peak[m] = self.model.new_int_var(min(lo, self.horizon[m]), max(self.horizon[m], 0), f"peak[{m}]")
+            if lo > self.horizon[m]:
+                self.model.add_bool_or([])  # no plan below the ceiling: say so instead of crashing
+
+    def _unit(self, i: int, floor: dict[str, int], obstacles: dict[str, np.ndarray], boxes: Boxes) -> None:
+        """Unit i's offset, memory literals and alignment, its rows per memory, and its boxes."""
+        model, u = self.model, self.part.scaled[i]
+        options = [m for m in u.memories if m in self.memories]
+        cap_hi = max(self.room[m] - u.high for m in options)
+        lo = -u.low
+        if len(options) == 1 and options[0] in floor:
+            lo = max(lo, floor[options[0]] - u.low)
+        if u.fixed_offset is not None:
+            lo = cap_hi = u.fixed_offset
+        o = model.new_int_var(lo, max(lo, cap_hi), f"o{i}")
+        self.offset[i] = o
+        lits: dict[str, cp_model.IntVar | None] = {options[0]: None}
+        if len(options) > 1:
+            chosen = {m: model.new_bool_var(f"x{i}{m}") for m in options}
+            model.add_exactly_one(chosen.values())
+            lits = dict(chosen)
+        self.lit[i] = lits
+        moduli = {u.modulus[m] for m in options}
+        if len(moduli) == 1:
+            self._align(i, *next(iter(moduli)), None, None, lo, cap_hi)
+        for m, x in lits.items():
+            if len(moduli) > 1:
+                self._align(i, *u.modulus[m], m, x, lo, cap_hi)
+            enf: list[cp_model.IntVar] = [] if x is None else [x]
+            if m in obstacles:
+                model.add_linear_expression_in_domain(o, self._clear(u, obstacles[m], lo, max(lo, cap_hi))).only_enforce_if(enf)
+            model.add(o + u.high <= self.room[m]).only_enforce_if(enf)
+            if m in floor and len(options) > 1:
+                model.add(o + u.low >= floor[m]).only_enforce_if(enf)
+            model.add(self.peak[m] >= o + u.top).only_enforce_if(enf)
+            xs, ys, hs = boxes[m]
+            for a, b, y0, y1 in u.pieces:
+                if x is None:
+                    xs.append(model.new_fixed_size_interval_var(a, b - a, ""))
+                    ys.append(model.new_fixed_size_interval_var(o + y0, y1 - y0, ""))
+                else:
+                    xs.append(model.new_optional_fixed_size_interval_var(a, b - a, x, ""))
+                    ys.append(model.new_optional_fixed_size_interval_var(o + y0, y1 - y0, x, ""))
+                hs.append(y1 - y0)
 
     def _obstacles(self, mems: list[str]) -> dict[str, np.ndarray]:
         """The fixed units' pieces per memory, rows (t0, t1, y0, y1) at their offsets. They enter
@@ -312,7 +307,7 @@ class PartModel:
             lits = self.lit[i]
             if len(lits) == 1:
                 return self.offset[i]
-            return self.offset[i] + sum(r * big * x for r, x in enumerate(lits.values()))
+            return self.offset[i] + sum(r * big * x for r, x in enumerate(lits.values()) if x is not None)
 
         for i, j in itertools.pairwise(g):
             if len(self.lit[i]) == 1:
@@ -369,7 +364,7 @@ class PartModel:
                bound: float | None) -> tuple[int | None, int | None]:
         """(value of the solution in ``source``, bound) in model units, first * shift + second
         when the objective is staged (the second's bound is 0 until the first is fixed)."""
-        b = None if bound is None else _int_bound(bound)
+        b = None if bound is None else int_bound(bound)
         if self.stages is None:
             return (None if source is None else round(source.objective_value)), b
         value = None if source is None else int(source.value(self.stages[0])) * self.shift + int(source.value(self.stages[1]))
@@ -436,14 +431,15 @@ class PartModel:
             if len(lits) == 1:
                 out[i] = (next(iter(lits)), o)
             else:
-                out[i] = (next(m for m, x in lits.items() if solver.boolean_value(x)), o)
+                out[i] = (next(m for m, x in lits.items() if x is not None and solver.boolean_value(x)), o)
         return out
+
 
 
 class _Watch(cp_model.CpSolverSolutionCallback):
     """Reports improvements and stops the search when it stalls."""
 
-    def __init__(self, pm: PartModel, report: Callable[[dict[int, Choice] | None, int | None, int | None], None] | None) -> None:
+    def __init__(self, pm: PartModel, report: Report | None) -> None:
         super().__init__()
         self.pm, self.report = pm, report
         self.last = time.perf_counter()
@@ -465,32 +461,28 @@ class _Watch(cp_model.CpSolverSolutionCallback):
                 self.report(None, None, self.pm.packed(None, bound)[1])
 
 
-def _int_bound(x: float) -> int:
-    """CP-SAT reports bounds as doubles: round down by more than their error, never up."""
-    return math.ceil(x - max(1e-6, abs(x) * 1e-12))
-
-
-def run(pm: PartModel, settings: Settings, deadline: Deadline, report=None, stall: float | None = None) -> Outcome:
+def run(pm: PartModel, settings: Settings, deadline: Deadline, report: Report | None = None,
+        stall: float | None = None) -> Outcome[list[Choice]]:
     """Solve ``pm`` until ``deadline`` (stopping early after ``stall`` seconds without progress in
     either the plan or the bound); its deterministic time is charged to a deterministic deadline.
     A staged objective (``PartModel.stages``) is solved twice: once its first quantity is proven,
     the second with the first fixed, in what is left of the deadline."""
     out = _run_once(pm, settings, deadline, report, stall)
-    if pm.stages is None or not out.optimal or out.choices is None or deadline.expired():
+    if pm.stages is None or not out.optimal or out.solution is None or out.value is None or deadline.expired():
         return out
-    assert out.value is not None
     first = out.value // pm.shift
-    pm.fix_first(first, dict(enumerate(out.choices)))
+    pm.fix_first(first, dict(enumerate(out.solution)))
     second = _run_once(pm, settings, deadline, report, stall)
     second.seconds += out.seconds
     second.dtime += out.dtime
-    if second.choices is None:  # nothing better in time: the first stage's plan, its proof on the first quantity
-        return replace(second, choices=out.choices, value=out.value, infeasible=False,
+    if second.solution is None:  # nothing better in time: the first stage's plan, its proof on the first quantity
+        return replace(second, solution=out.solution, value=out.value, infeasible=False,
                        bound=first * pm.shift, optimal=False)
     return second
 
 
-def _run_once(pm: PartModel, settings: Settings, deadline: Deadline, report, stall: float | None) -> Outcome:
+def _run_once(pm: PartModel, settings: Settings, deadline: Deadline, report: Report | None,
+              stall: float | None) -> Outcome[list[Choice]]:
     t0 = time.perf_counter()
     solver = cp_model.CpSolver()
     settings.apply(solver, deadline)
@@ -509,10 +501,10 @@ def _run_once(pm: PartModel, settings: Settings, deadline: Deadline, report, sta
         status = solve(solver, pm.model, deadline, watch)
     finally:
         stop.set()
-    out = Outcome(None, status=solver.status_name(status), seconds=time.perf_counter() - t0,
-                  dtime=charge(solver, status, deadline))
+    out: Outcome[list[Choice]] = Outcome(None, status=solver.status_name(status), seconds=time.perf_counter() - t0,
+                                         dtime=charge(solver, status, deadline))
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        out.choices = [c for _, c in sorted(pm.read(solver).items())]
+        out.solution = [c for _, c in sorted(pm.read(solver).items())]
         if pm.objective.optimizes:
             out.value, out.bound = pm.packed(solver, solver.best_objective_bound)
         out.optimal = status == cp_model.OPTIMAL
@@ -521,36 +513,6 @@ def _run_once(pm: PartModel, settings: Settings, deadline: Deadline, report, sta
     elif pm.objective.optimizes:
         out.bound = pm.packed(None, solver.best_objective_bound)[1]
     return out
-
-
-def stop_reason(deadline: Deadline) -> str:
-    """Why a solver stopped before its proof: the deadline's cancel reason, or its time limit."""
-    return deadline.cancelled or "time limit reached"
-
-
-def part_peaks(part: Part, choices: Sequence[Choice]) -> dict[str, int]:
-    """Per-memory peak of a part's plan, in grid units."""
-    peak = {m: 0 for m in part.memories}
-    for u, (m, o) in zip(part.scaled, choices):
-        peak[m] = max(peak[m], o + u.top)
-    return peak
-
-
-def part_value(objective: Objective, part: Part, choices: Sequence[Choice]) -> int:
-    """The objective's value of a part's plan (weighted peaks in grid units, lost benefit)."""
-    w = objective.weights(part.problem)
-    peak = part_peaks(part, choices)
-    tw = objective.tier_weights(part.problem)
-    lost = sum(part.problem.buffer(b).gain * tw[m] for u, (m, _) in zip(part.units, choices) for b, _ in u.members)
-    return objective.combine(part.problem, sum(w[m] * peak[m] for m in peak), lost if objective.counts_benefit else 0)
-
-
-def at_floor(objective: Objective, part: Part, choices: Sequence[Choice]) -> bool:
-    """Every peak at the part's lower bound and, if the objective counts it, no benefit lost
-    beyond every unit's fastest memory: nothing can be better."""
-    if any(v > part.lower[m] for m, v in part_peaks(part, choices).items()):
-        return False
-    return not objective.counts_benefit or all(m == fastest_fit(part.problem, u) for u, (m, _) in zip(part.units, choices))
 
 
 def part_result(part: Part, pm: PartModel | None, choices: Sequence[Choice] | None, optimal: bool,
@@ -581,121 +543,3 @@ def part_result(part: Part, pm: PartModel | None, choices: Sequence[Choice] | No
         per_memory[m] = peak[m] * part.scale  # its optimum bounds the whole memory's peak
     return Result(placements, proven_optimal=optimal, bound=per_memory, objective_bound=objective_bound,
                   lost_bound=lost_bound, message=message, stats=stats)
-
-
-def hint_choices(part: Part) -> list[Choice] | None:
-    """The user's hints (Buffer.hint_memory/hint_offset) as a warm start, when every root has one."""
-    placements = {}
-    for u in part.units:
-        b = part.problem.buffer(u.root)
-        if b.hint_offset is None:
-            return None
-        mem = b.hint_memory or b.fixed_memory or u.memories[0]
-        placements[u.root] = Placement(mem, b.hint_offset)
-    return part.choices(placements)
-
-
-def solve_parts(problem: Problem, objective: Objective, deadline: Deadline,
-                solve_one: Callable[[Part, Deadline, Callable], Result], progress=None) -> Result:
-    """Reduce, hand each part its share of the remaining time (by size), merge the Results."""
-    t0 = time.perf_counter()
-    red = reduce(problem, objective)
-    results: list[Result | None] = [None] * len(red.parts)
-    order = sorted(range(len(red.parts)), key=lambda i: len(red.parts[i].units))  # leftovers go to the big ones
-    left_units = sum(len(p.units) for p in red.parts)
-    tracker = Tracker(red, progress, t0)
-    for i in order:
-        part = red.parts[i]
-        share = deadline.share(len(part.units) / max(left_units, 1))
-        left_units -= len(part.units)
-        results[i] = solve_one(part, share, lambda r, i=i: tracker.update(i, r))
-        tracker.update(i, results[i])
-        if results[i].proven_infeasible:
-            break
-    done = [r if r is not None else Result(None, message="not solved: an earlier part is infeasible") for r in results]
-    return merge(red, done)
-
-
-class Tracker:
-    """Combines the parts' running results into one progress report for the whole problem."""
-
-    def __init__(self, red, progress, t0: float) -> None:
-        self.red, self.progress, self.t0 = red, progress, t0
-        self.latest: dict[int, Result] = {}
-
-    def update(self, i: int, result: Result) -> None:
-        if self.progress is None:
-            return
-        self.latest[i] = result
-        if len(self.latest) < len(self.red.parts) or any(r.placements is None for r in self.latest.values()):
-            best = None
-            bound = None
-        else:  # the values finish() would compute, without re-validating on every report
-            merged = merge(self.red, [self.latest[j] for j in range(len(self.red.parts))])
-            weights = self.red.objective.weights(self.red.problem)
-            peak = peaks(self.red.problem, merged.placements or {})
-            best = sum(weights[m] * v for m, v in peak.items())
-            floor = lower_bounds(self.red.problem).lower
-            bound = max(merged.objective_bound or 0,
-                        sum(weights[m] * max(v, floor[m]) for m, v in (merged.bound or {}).items()))
-            if merged.proven_optimal:
-                bound = best
-        gap = None if best is None or not bound else max(best / bound - 1.0, 0.0)
-        self.progress({"best": best, "bound": bound, "gap": gap, "elapsed": time.perf_counter() - self.t0})
-
-
-def solve_part_cpsat(part: Part, deadline: Deadline, settings: Settings, objective: Objective,
-                     incumbent: list[Choice] | None = None, report=None) -> Result:
-    """One CP-SAT run on a whole part (warm-started from ``incumbent`` or the user's hints)."""
-    start = incumbent if incumbent is not None else hint_choices(part)
-    if len(part.units) > FULL_MODEL_MAX_UNITS:
-        msg = (f"{len(part.units)} units in one part exceed the full CP-SAT model's reach "
-               f"({FULL_MODEL_MAX_UNITS}); planner 'auto' works on such parts by neighbourhood search")
-        return part_result(part, None, start, False, False, None, msg) if start is not None else Result(None, message=msg)
-    ceiling = None
-    if start is not None and objective.optimizes and len(part.memories) == 1:
-        ceiling = part_peaks(part, start)  # only a better or equal plan is of interest
-    try:
-        pm = PartModel(part, objective, ceiling=ceiling)
-    except OverflowError as e:
-        return Result(None, message=str(e))
-    if start is not None:
-        pm.hint(dict(enumerate(start)))
-
-    def relay(choices, value, bound):
-        if report and choices is not None:
-            report(part_result(part, pm, [c for _, c in sorted(choices.items())], False, False, bound))
-
-    out = run(pm, settings, deadline, relay)
-    stats = {"cpsat_status": out.status, "cpsat_seconds": round(out.seconds, 3)}
-    if out.choices is None:
-        if out.infeasible and ceiling is None:
-            return Result(None, proven_infeasible=True, message="CP-SAT proved that no plan fits the capacities", stats=stats)
-        if start is not None:  # the warm start is all we have; keep CP-SAT's bound
-            return part_result(part, pm, start, False, False, out.bound,
-                               f"{stop_reason(deadline)}; warm start kept", stats)
-        return Result(None, message=f"CP-SAT found no plan: {stop_reason(deadline)}", stats=stats)
-    msg = "" if out.optimal else stop_reason(deadline)
-    return part_result(part, pm, out.choices, out.optimal, False, out.bound, msg, stats)
-
-
-@planner("cpsat", clocks=True)
-def cpsat_planner(problem: Problem, deadline: Deadline, workers: int = 2, seed: int = 0,
-                  objective: Objective | str | None = None, progress=None) -> Result:
-    """CP-SAT on each independent part (user hints as warm start), no heuristics."""
-    settings = Settings(workers, seed)
-    objective = Objective.parse(objective, problem)
-    if problem.concurrent:
-        from optplan.solvers.clock_models import cpsat_clocks
-
-        return cpsat_clocks(problem, objective, deadline, workers, seed, _user_hints(problem))
-    result = solve_parts(problem, objective, deadline,
-                         lambda part, share, rep: solve_part_cpsat(part, share, settings, objective, None, rep),
-                         progress)
-    return result
-
-
-def _user_hints(problem: Problem) -> dict[str, Placement] | None:
-    hints = {b.id: Placement(b.hint_memory or problem.candidate_memories(b)[0], b.hint_offset)
-             for b in problem.buffers if b.hint_offset is not None}
-    return hints or None

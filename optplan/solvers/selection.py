@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from ortools.linear_solver import pywraplp
@@ -32,7 +32,7 @@ from optplan.core.deadline import Deadline
 from optplan.core.objective import Objective, fastest_fit
 from optplan.core.problem import Problem
 from optplan.parts import Choice, Part
-from optplan.solvers.cpsat import DTIME_PER_SECOND, Settings, _int_bound, solve
+from optplan.solvers.cpsat import DTIME_PER_SECOND, Settings, int_bound, solve
 
 LINEARIZATION = 2  # CP-SAT's linearization_level for the relaxation's solves
 # of least_lost's and least_peaks' time, for SCIP's selection, CP-SAT's hint (wall-clock deadlines; CP-SAT
@@ -42,13 +42,22 @@ MIP_SHARE = 0.5
 MIP_SOLVER = "SCIP"  # bundled with OR-Tools; "" turns the MIP off
 
 
+@dataclass(frozen=True)
+class RelaxationSettings:
+    """How ``Staging`` solves its relaxation (defaults: the constants above)."""
+
+    mip_solver: str = MIP_SOLVER  # whose selection hints CP-SAT on a wall clock; "": none
+    mip_share: float = MIP_SHARE  # of least_lost's and least_peaks' time, for that MIP
+    linearization: int = LINEARIZATION  # CP-SAT's linearization_level
+
+
 class Staging:
     """The relaxation of one part as a CP-SAT model on booleans ``x[k][m]`` (unit k in memory m),
     kept to be solved again with cuts: ``least_lost`` (the bound on ``L``), ``least_peaks`` (the
     bound on ``W`` given ``L``), ``forbid`` (a cut)."""
 
-    def __init__(self, objective: Objective, part: Part) -> None:
-        self.objective, self.part = objective, part
+    def __init__(self, objective: Objective, part: Part, settings: RelaxationSettings = RelaxationSettings()) -> None:
+        self.objective, self.part, self.settings = objective, part, settings
         units, problem = part.units, part.problem
         tw = objective.tier_weights(problem)
         times = np.array(sorted({t for u in units for p in u.pieces for t in p[:2]}), np.int64)
@@ -102,7 +111,7 @@ class Staging:
         solver, status = self._solve(deadline, settings)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return None, None, False
-        bound = _int_bound(solver.best_objective_bound) * self.unit if self.exact else None
+        bound = int_bound(solver.best_objective_bound) * self.unit if self.exact else None
         return bound, self._chosen(solver), status == cp_model.OPTIMAL
 
     def least_peaks(self, lost: int, deadline: Deadline, settings: Settings) -> tuple[int | None, list[str] | None]:
@@ -123,7 +132,7 @@ class Staging:
             self.model.clear_assumptions()
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return None, None
-        bound = _int_bound(solver.best_objective_bound) * g if self.exact and terms else None
+        bound = int_bound(solver.best_objective_bound) * g if self.exact and terms else None
         return bound, self._chosen(solver)
 
     def forbid(self, memory: str, ks: Sequence[int], proven: bool) -> None:
@@ -151,11 +160,11 @@ class Staging:
         return sum(weights[m] * v for m, v in top.items())
 
     def _mip_hint(self, deadline: Deadline, lost: int | None = None) -> None:
-        """On a wall clock, the MIP's selection (``MIP_SHARE`` of the time) as CP-SAT's hint, when
+        """On a wall clock, the MIP's selection (``mip_share`` of the time) as CP-SAT's hint, when
         it keeps the capacities, the cuts and ``lost`` in integers."""
-        if not MIP_SOLVER or deadline.deterministic:
+        if not self.settings.mip_solver or deadline.deterministic:
             return
-        chosen = self._mip(deadline.share(MIP_SHARE), lost)
+        chosen = self._mip(deadline.share(self.settings.mip_share), lost)
         if chosen is not None and self.fits(chosen) and (lost is None or self.lost_of(chosen) <= lost):
             self.hint(chosen)
 
@@ -164,7 +173,7 @@ class Staging:
         ``lost`` the least weighted live-load peaks among those losing at most that; None if
         none in time. Only a hint: its optimality is judged in floating point (resnet50 of
         idealloc at 50 %: SCIP's "optimal" least peaks were 40 bytes above CP-SAT's, 5e-8 of them)."""
-        solver = pywraplp.Solver.CreateSolver(MIP_SOLVER)
+        solver = pywraplp.Solver.CreateSolver(self.settings.mip_solver)
         if solver is None or deadline.left() <= 0:
             return None
         solver.SetTimeLimit(max(1, int(1000 * min(deadline.left(), 1e6))))
@@ -198,7 +207,7 @@ class Staging:
         settings.apply(solver, deadline)
         # the LP relaxation at every node: a multi-dimensional knapsack's bound comes from it (minimalloc
         # E at 75 %: optimal in 0.1 CPU s; with level 1, one worker, not in 23 CPU s)
-        solver.parameters.linearization_level = LINEARIZATION
+        solver.parameters.linearization_level = self.settings.linearization
         status = solve(solver, self.model, deadline)
         deadline.spend(solver.deterministic_time / DTIME_PER_SECOND)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
