@@ -38,8 +38,7 @@ from optplan.heuristics.run import run_heuristics
 from optplan.parts import Choice, Part, Reduction, columns_only, merge, reduce, settle
 from optplan.portfolio.incumbent import Incumbent
 from optplan.registry import Result, planner
-from optplan.search import engine
-from optplan.search.instance import MAX_PAIRS
+from optplan.search.params import SearchParams
 from optplan.solvers.cpsat import (
     FULL_MODEL_MAX_UNITS,
     PartModel,
@@ -67,8 +66,10 @@ SEARCH_SECONDS_PER_UNIT = 1e-3
 # parts are answered sooner than a fork (0.1 s) and CP-SAT's model (guillotine-2 at 1 MiB: three parts
 # of milliseconds each; auto 1.7 s wall where search alone took 0.24 s at load 12)
 SEARCH_FIRST = 0.2
-# beyond this many overlapping pairs the search only dives (lowest offset first, four orders); a dive
-# costs about this per pair (S_1, 48M pairs: 0.6-1 s; 62k S_1-shaped, 114M: 2.6-3.9 s; 1M, 1.7G: > 95 s)
+# the search's settings for the searches auto starts (the race's change its floor share): beyond their
+# max_overlap_pairs the search only dives (lowest offset first, four orders); a dive costs about this per
+# pair (S_1, 48M pairs: 0.6-1 s; 62k S_1-shaped, 114M: 2.6-3.9 s; 1M, 1.7G: > 95 s)
+SEARCH_PARAMS = SearchParams()
 DIVE_SECONDS_PER_PAIR = 3e-8
 # steps of lower priority (nice) for what races beside the search in feasibility mode (``_SearchRace``):
 # the rest takes the CPU the search leaves (an idle core), not the search's. Nice 5 was not enough where
@@ -256,7 +257,7 @@ def _pairs(start: np.ndarray, end: np.ndarray) -> int:
 
 def _dives_only(start: np.ndarray, end: np.ndarray) -> bool:
     """The search only dives on these lifetimes: too many overlapping pairs for its adjacency lists."""
-    return _pairs(start, end) > MAX_PAIRS
+    return _pairs(start, end) > SEARCH_PARAMS.max_overlap_pairs
 
 
 def _early_search(problem: Problem, work: Deadline, objective: Objective, seed: int,
@@ -273,7 +274,7 @@ def _early_search(problem: Problem, work: Deadline, objective: Objective, seed: 
         return None
     start, end = problem.columns.start, problem.columns.end
     pairs = _pairs(start, end)
-    if pairs <= MAX_PAIRS or 4 * DIVE_SECONDS_PER_PAIR * pairs > 0.5 * work.left():
+    if pairs <= SEARCH_PARAMS.max_overlap_pairs or 4 * DIVE_SECONDS_PER_PAIR * pairs > 0.5 * work.left():
         return None
     # after the pairs: a pass over every unit (a million S_1-shaped buffers: seconds, for a search not run)
     declines = getattr(registry.get(name), "declines", None)
@@ -281,7 +282,7 @@ def _early_search(problem: Problem, work: Deadline, objective: Objective, seed: 
         return None
     searching = work.part(EARLY_SHARE * work.left())  # it ends in time to check and send back its plan
     member = fork_member(lambda d: registry.solve(problem, name, deadline=d, seed=seed, objective=objective,
-                                                  workers=1), searching, grace=1.0)
+                                                  workers=1, params=SEARCH_PARAMS), searching, grace=1.0)
     return member, searching
 
 
@@ -443,8 +444,8 @@ def _minimize_search(problem: Problem, name: str, deadline: Deadline, seed: int,
     ``RACE_FLOOR_SHARE`` times the other's, first. A plan at the bound is optimal (most instances
     with a known optimum have it at the load bound); where the optimum lies above (minimalloc/D)
     the plan keeps coming down on this process's core."""
-    engine.FLOOR_SHARE = RACE_FLOOR_SHARE  # (a forked process: the engine's constant changes here only)
-    return registry.solve(problem, name, deadline=deadline, seed=seed, objective=objective, workers=workers)
+    return registry.solve(problem, name, deadline=deadline, seed=seed, objective=objective, workers=workers,
+                          params=replace(SEARCH_PARAMS, floor_share=RACE_FLOOR_SHARE))
 
 
 def _lower_priority(nice: int) -> None:
@@ -773,10 +774,13 @@ def _race(part: Part, clock: Deadline, settings: Settings, objective: Objective,
     quiet = getattr(_FLOOR_RACE, "on", False)  # the search at the bound runs beside: this one gives way to it
 
     def searching_member(d: Deadline) -> Plan:
-        if quiet:  # (a forked process: the engine's constant changes here only)
+        options = {}
+        if quiet:  # (a forked process)
             _lower_priority(RACE_NICE)
-            engine.FLOOR_SHARE = 0.0  # the race decides the bound: all of this one's time goes to a better plan
-        return registry.solve(part.sub_problem, name, deadline=d, seed=seed, objective=objective, workers=mine, goal=caps)
+            # the race decides the bound: all of this one's time goes to a better plan
+            options["params"] = replace(SEARCH_PARAMS, floor_share=0.0)
+        return registry.solve(part.sub_problem, name, deadline=d, seed=seed, objective=objective, workers=mine, goal=caps,
+                              **options)
 
     member = fork_member(searching_member, searching)
     verdict: list[Result | None] = [None]
