@@ -389,6 +389,53 @@ def test_time_parts_split_where_no_buffer_is_live_across() -> None:
     assert [sorted(u.root for u in part) for part in parts] == [["a", "b", "z"], ["c"], ["d", "e"]]
 
 
+def _time_parts_by_definition(units: list) -> list[list[str]]:
+    """The search's time parts from their definition: units linked by a chain of units whose spans
+    share a time step form one part (every pair looked at); parts in time order, each listing its
+    units by start (ties: the given order); zero-size units join the first part."""
+    sized = [u for u in units if u.pieces]
+    parent = list(range(len(sized)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for i, u in enumerate(sized):
+        for j in range(i):
+            if u.start < sized[j].end and sized[j].start < u.end:
+                parent[root(i)] = root(j)
+    groups: dict[int, list] = {}
+    for i in sorted(range(len(sized)), key=lambda i: sized[i].start):
+        groups.setdefault(root(i), []).append(sized[i])
+    parts = [[u.root for u in g] for g in sorted(groups.values(), key=lambda g: g[0].start)]
+    rest = [u.root for u in units if not u.pieces]
+    return [parts[0] + rest, *parts[1:]] if parts else ([rest] if rest else [])
+
+
+@st.composite
+def _intervals(draw) -> Problem:
+    n = draw(st.integers(0, 30))
+    return Problem(tuple(Buffer(f"b{i}", draw(st.integers(0, 3)), t, t + draw(st.integers(1, 6)))
+                         for i, t in enumerate(draw(st.lists(st.integers(0, 40), min_size=n, max_size=n)))))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_intervals(), one_memory(max_buffers=10)))
+def test_time_parts_are_the_groups_that_share_no_time_step(problem: Problem) -> None:
+    """``time_parts`` (now ``parts.time_sections`` on the units sorted by start) gives the groups of
+    their definition, in the order the search took them from its own split before (same instances,
+    same orderings: the plans do not change)."""
+    units = list(problem.units)
+    assert [[u.root for u in part] for part in time_parts(units)] == _time_parts_by_definition(units)
+
+
+def test_time_parts_of_minimalloc_a_to_e_are_the_groups_of_their_definition(shared) -> None:
+    for name in "ABCDE":
+        units = list(read_problem(shared / "minimalloc" / f"{name}.1048576.csv").units)
+        assert [[u.root for u in part] for part in time_parts(units)] == _time_parts_by_definition(units), name
+
+
 @pytest.mark.parametrize("objective", ["feasible", "min-peak"])
 def test_easy_time_parts_are_packed_by_one_descent_of_the_whole(objective: str) -> None:
     """Ten independent parts that a lowest-offset descent packs at the bound: one kernel run for

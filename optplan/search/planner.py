@@ -18,6 +18,7 @@ from optplan.core.objective import Objective
 from optplan.core.plan import Placement
 from optplan.core.problem import Problem
 from optplan.core.units import Unit
+from optplan.parts import time_sections
 from optplan.registry import Result, planner
 from optplan.search import engine
 from optplan.search.instance import NO_LIMIT, build, unsupported
@@ -26,17 +27,13 @@ from optplan.search.params import DEFAULTS, SearchParams
 
 
 def time_parts(units: list[Unit]) -> list[list[Unit]]:
-    """Groups of units that share no time step with each other group: independent problems (the
-    memory's peak is the highest of theirs), each solved with the ordering that suits it."""
-    parts: list[list[Unit]] = []
-    end = None
-    for t0, t1, u in sorted(((u.start, u.end, u) for u in units if u.pieces), key=lambda x: x[0]):
-        if end is None or t0 >= end:
-            parts.append([])
-            end = t1
-        parts[-1].append(u)
-        end = max(end, t1)
-    rest = [u for u in units if not u.pieces]  # zero-size units go with the first part
+    """Groups of units that share no time step with each other group (``parts.time_sections``):
+    independent problems (the memory's peak is the highest of theirs), each solved with the
+    ordering that suits it. Each group lists its units by start time (the orderings break ties by
+    that index), and the zero-size units go with the first (they collide with nothing)."""
+    by_start = sorted((u for u in units if u.pieces), key=lambda u: u.start)
+    parts = time_sections(by_start)
+    rest = [u for u in units if not u.pieces]
     if not parts:
         return [rest] if rest else []
     parts[0] += rest
