@@ -29,6 +29,9 @@ from instances import ROOT, find
 from optplan.formats import read_problem, write_text
 from optplan.search import engine, kernel
 from optplan.search.instance import build
+from optplan.search.orderings import orderings
+from optplan.search.params import ALL_RULES
+from optplan.search.state import table_words
 
 CAPACITY = 1048576
 
@@ -81,11 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     ratios = []
     for name, problem in probs:
         inst = build(problem, problem.memories[0].name, list(problem.units))
-        for o in engine.orderings(inst)[: args.orderings]:
+        for o in orderings(inst)[: args.orderings]:
             a = o.arrays
-            words = kernel.table_words(inst.n, inst.nsec)
-            old_args = (a, engine.RULES) if hasattr(old, "Rules") else tuple(a)  # before the rules switches: no rules
-            new_args = (a, engine.RULES)
+            words = table_words(inst.n, inst.nsec)
+            old_args = (a, ALL_RULES) if hasattr(old, "Rules") else tuple(a)  # before the rules switches: no rules
+            new_args = (a, ALL_RULES)
             if not compiled:  # compile both outside the timings
                 run(old.search, old_args, inst.n, 10, words, 0)
                 compiled = True

@@ -29,9 +29,13 @@ import numpy as np
 from bench_kernel import old_kernel  # the kernel of a past commit, compiled apart
 
 from optplan.core.bounds import lower_bounds
+from optplan.core.deadline import Deadline
 from optplan.formats import read_problem, write_text
 from optplan.search import engine, kernel
 from optplan.search.instance import build
+from optplan.search.orderings import orderings, table_of
+from optplan.search.params import ALL_RULES, SearchParams
+from optplan.search.state import move_table, table_words
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "benchmarks" / "minimalloc"
@@ -47,7 +51,7 @@ class Counting:
         self._search = search
         self.hits = self.stores = 0
         self.FOUND, self.INFEASIBLE, self.LIMIT = kernel.FOUND, kernel.INFEASIBLE, kernel.LIMIT
-        self.table_words, self.move_table = kernel.table_words, kernel.move_table
+        self.table_words, self.move_table = table_words, move_table
 
     def search(self, *args):
         table = args[-2]
@@ -59,10 +63,10 @@ class Counting:
         return out
 
 
-def kernels(old: types.ModuleType) -> dict[str, tuple[Counting, int | None]]:
+def kernels(old: types.ModuleType) -> dict[str, tuple[Counting, int]]:
     """name -> (engine kernel stand-in, table slots)."""
     return {"before (no table)": (Counting(lambda *a: old.search(*a[0], *a[2:-2])), 0),  # its flat arguments
-            "table": (Counting(kernel.search), None)}
+            "table": (Counting(kernel.search), SearchParams().table_slots)}
 
 
 def load() -> str:
@@ -94,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     old = old_kernel(BEFORE)
     engine.ensure_compiled()
     inst0 = instance("A")[1]
-    for o in engine.orderings(inst0)[:1]:  # compile the old kernel outside the timings
+    for o in orderings(inst0)[:1]:  # compile the old kernel outside the timings
         old.search(*o.arrays, np.int64(1 << 40), np.int64(10), np.zeros(1, np.int64), np.zeros(inst0.n, np.int64))
     ks = kernels(old)
     out(f"{os.cpu_count()} cores shared with other sessions; load average before: {load()}; {args.workers} workers; "
@@ -110,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
             engine.kernel = k  # type: ignore[assignment]
             h0 = k.hits
             t0 = time.perf_counter()
-            ans = engine.solve(inst, CAPACITY, lower, "feasible", args.feasible_seconds, args.workers, table_slots=slots)
+            ans = engine.solve(inst, CAPACITY, lower, "feasible", Deadline(args.feasible_seconds), args.workers,
+                               params=SearchParams(table_slots=slots))
             sec = time.perf_counter() - t0
             status = "plan" if ans.offsets is not None else ("infeasible" if ans.infeasible else "time limit")
             got[label] = (sec, ans.stats.nodes)
@@ -130,16 +135,16 @@ def main(argv: list[str] | None = None) -> int:
     for name in "ABCDE":
         _, inst, _ = instance(name)
         cap = np.int64(inst.scaled_capacity(CAPACITY))
-        ords = engine.orderings(inst)
+        ords = orderings(inst)
         res = {}
         for label, (k, slots) in ks.items():
             nodes = hits = 0
             sec = 0.0
             for o in ords:
-                table = engine.table_of(o, slots)
+                table = table_of(o, slots)
                 h0 = int(table[0][0]) if len(table[0]) else 0
                 t0 = time.perf_counter()
-                _, nn = k._search(o.arrays, engine.RULES, cap, np.int64(args.budget), np.zeros(1, np.int64),
+                _, nn = k._search(o.arrays, ALL_RULES, cap, np.int64(args.budget), np.zeros(1, np.int64),
                                   np.zeros(inst.n, np.int64), *table)
                 sec += time.perf_counter() - t0
                 nodes += nn
@@ -162,8 +167,8 @@ def main(argv: list[str] | None = None) -> int:
             if info["best"] is not None:
                 trace.append((info["elapsed"], info["best"]))
 
-        ans = engine.solve(inst, CAPACITY, lower, "min-peak", args.seconds, args.workers, progress=progress,
-                           table_slots=slots)
+        ans = engine.solve(inst, CAPACITY, lower, "min-peak", Deadline(args.seconds), args.workers, progress=progress,
+                           params=SearchParams(table_slots=slots))
         at60 = min((p for t, p in trace if t <= 60), default=None)
         firsts = []
         for m in MARKS:

@@ -5,7 +5,7 @@ that spend their whole budget, over that budget.
                                                   [--families guillotine,pinwheel,perturbed] [--seeds 0-3] [--no-capacity]
 
 ``--deterministic`` counts a time limit in deterministic seconds (CP-SAT's deterministic time over
-``cpsat.DTIME_PER_SECOND``, search nodes over ``engine.NODES_PER_SECOND``, hill-climb steps x units
+``cpsat.DTIME_PER_SECOND``, search nodes over ``SearchParams.nodes_per_second``, hill-climb steps x units
 over ``UNIT_STEPS_PER_SECOND``, MIP nodes); their rates were set so that one is about a CPU second
 of one core, so that a deterministic run ends near its limit's wall time on an unloaded machine of
 this kind. Each run here is ``registry.solve`` in this process with the wall-clock guard off

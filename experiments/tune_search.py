@@ -21,13 +21,14 @@ from gen_instances import FAMILIES, instance
 
 from optplan.registry import solve
 from optplan.search import engine
+from optplan.search.params import DEFAULTS
 
 
 def one(args: tuple[str, int, int]) -> tuple[str, int, int, str, int, str, float]:
     family, seed, nodes = args
     p = instance(family, seed)
     t0 = time.process_time()
-    plan = solve(p, "search", time_limit=nodes / engine.NODES_PER_SECOND, deterministic=True, objective="feasible")
+    plan = solve(p, "search", time_limit=nodes / DEFAULTS.nodes_per_second, deterministic=True, objective="feasible")
     status = "found" if plan.found else plan.status.value.lower() if plan.status.value == "INFEASIBLE" else "limit"
     return (family, seed, len(p.buffers), status, int(plan.stats["nodes"]), ",".join(plan.stats["winning_orderings"]),
             time.process_time() - t0)

@@ -3,8 +3,6 @@ above the live load where no plan packs there, and a plan found at the bound is 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 
 from brute_force import brute_force_optimum
@@ -21,7 +19,6 @@ from optplan.core.problem import Problem
 from optplan.parts import reduce
 from optplan.portfolio.incumbent import Incumbent
 from optplan.registry import finish, solve
-from optplan.search import engine
 from optplan.solvers.cpsat import Settings
 from optplan.solvers.part_plans import part_peaks
 
@@ -77,24 +74,12 @@ def _one_memory(draw) -> Problem:
                      (draw(st.integers(0, 5)) for _ in range(n))])
 
 
-@contextmanager
-def _engine_share_kept() -> Iterator[None]:
-    """``_minimize_search`` sets the engine's floor share for the forked process it runs in; here
-    it runs in the test's own process, so the share is put back."""
-    share = engine.FLOOR_SHARE
-    try:
-        yield
-    finally:
-        engine.FLOOR_SHARE = share
-
-
 @settings(max_examples=40, deadline=None)
 @given(_one_memory())
 def test_the_races_minimization_proves_the_brute_force_optimum(p: Problem) -> None:
     """Each refuted capacity raises the bound by one grid unit, never past the optimum, and the
     plan comes down to it: optimal, proven."""
-    with _engine_share_kept():
-        plan = portfolio._minimize_search(p, "search", Deadline(30), 0, 1, Objective.parse("min-peak", p))
+    plan = portfolio._minimize_search(p, "search", Deadline(30), 0, 1, Objective.parse("min-peak", p))
     best = brute_force_optimum(p)
     assert best is not None and plan.status == Status.OPTIMAL
     assert plan.peak["mem"] == plan.lower_bound["mem"] == best[0]
@@ -102,9 +87,9 @@ def test_the_races_minimization_proves_the_brute_force_optimum(p: Problem) -> No
 
 def test_the_races_minimization_refutes_the_gadgets_load_bound() -> None:
     p = _problem(GADGET, scale=1024)
-    with _engine_share_kept():
-        plan = portfolio._minimize_search(p, "search", Deadline(30), 0, 1, Objective.parse("min-peak", p))
+    plan = portfolio._minimize_search(p, "search", Deadline(30), 0, 1, Objective.parse("min-peak", p))
     assert plan.status == Status.OPTIMAL and plan.lower_bound == plan.peak == {"mem": 8 * 1024}
+    assert plan.stats["search_params"] == {"floor_share": portfolio.RACE_FLOOR_SHARE}  # passed down, no global set
 
 
 def test_minimize_mode_races_the_search_at_the_bound() -> None:

@@ -281,10 +281,10 @@ def test_the_search_dives_beside_the_heuristics_at_scale(monkeypatch, workers: i
     """Where the search only dives (too many overlapping pairs, here made few), auto starts it on
     the whole problem in a process of its own beside the heuristics (two workers): its plan is a
     warm start like theirs, and the parts do not dive again; with one worker it does not start."""
-    from optplan.search import instance
+    from optplan.search.params import SearchParams
 
     monkeypatch.setattr(portfolio, "SEARCH_MAX_UNITS", 10)
-    monkeypatch.setattr(instance, "MAX_PAIRS", 5)
+    monkeypatch.setattr(portfolio, "search_params", lambda: SearchParams(max_overlap_pairs=5))  # auto's and its search's
     monkeypatch.setattr(heuristics_run, "heuristic_names", lambda: ["naive"])  # a poor start
     p = Problem(tuple(Buffer(f"b{i}", 1 + (7 * i) % 5, i % 6, i % 6 + 1 + i % 4) for i in range(40)))
     plan = solve(p, "auto", time_limit=30, workers=workers)

@@ -24,9 +24,13 @@ from optplan.core.validate import validate
 from optplan.formats import read_problem
 from optplan.registry import solve
 from optplan.search import engine, kernel
-from optplan.search.engine import NODES_PER_SECOND
 from optplan.search.instance import Ordered, build, unsupported
+from optplan.search.orderings import NO_TABLE, fresh, orderings, section_totals, table_of
+from optplan.search.params import ALL_RULES, DEFAULTS, Rules, SearchParams
 from optplan.search.planner import time_parts
+
+NODES_PER_SECOND = DEFAULTS.nodes_per_second
+DIVES_ONLY = SearchParams(max_overlap_pairs=10)  # every instance with more overlapping pairs only dives
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -150,17 +154,42 @@ def test_every_ordering_alone_decides_exactly(problem: Problem) -> None:
     check_each_ordering(problem)
 
 
-def check_each_ordering(problem: Problem, rules: kernel.Rules = engine.RULES) -> None:
+def test_each_kernel_file_keys_numbas_cache_by_the_kernel_files_it_imports() -> None:
+    """Numba stamps a cached kernel with its own file: a search kernel file that imports another
+    one's functions or constants (compiled into its own code) keys its cache by that file too,
+    transitively (``jit.key_cache``), so an edit in ``state.py`` recompiles ``search``."""
+    import ast
+
+    from optplan.core import jit
+
+    folder = Path(kernel.__file__).parent
+    kernels = {f.stem: f for f in folder.glob("*.py") if "@njit" in f.read_text()}
+    imports = {name: {n.module.rsplit(".", 1)[-1] for n in ast.walk(ast.parse(f.read_text()))
+                      if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("optplan.search.")}
+               & set(kernels) for name, f in kernels.items()}
+    assert imports["kernel"] >= {"state", "pruning", "placing"}
+    for name, f in kernels.items():
+        closure, todo = set(), list(imports[name])
+        while todo:
+            m = todo.pop()
+            if m not in closure:
+                closure.add(m)
+                todo += imports[m]
+        keyed = set(jit._CALL_GRAPHS.get(str(f.resolve()), ()))
+        assert {str(kernels[m].resolve()) for m in closure} <= keyed, name
+
+
+def check_each_ordering(problem: Problem, rules: Rules = ALL_RULES) -> None:
     reference = brute_force_optimum(problem.with_capacity(10**6))
     assume(reference is not None and reference[0] > 0)
     optimum = reference[0]
     problem = problem.with_capacity(10**6)  # the memory's capacity bounds offsets; ``cap`` below is the test
     inst = build(problem, "m", list(problem.units))
     assume(inst.n > 0)
-    for o in engine.orderings(inst, seed=optimum):
+    for o in orderings(inst, seed=optimum):
         # without the failed-state table, then with one table kept across both capacities (as the
         # engine keeps it): a key without the capacity would find the failures at optimum - 1
-        for table in (engine.NO_TABLE, engine.table_of(o, 64)):
+        for table in (NO_TABLE, table_of(o, 64)):
             for cap, expected in ((optimum - 1, kernel.INFEASIBLE), (optimum, kernel.FOUND)):
                 out = np.zeros(inst.n, np.int64)
                 status, _ = kernel.search(o.arrays, rules, np.int64(inst.scaled_capacity(cap)), np.int64(10**7),
@@ -264,7 +293,7 @@ def test_lift_rule_is_exactly_as_strong_as_the_support_below() -> None:
     o = Ordered(inst, "given", np.arange(inst.n, dtype=np.int64))
     for cap, expected in ((5, kernel.INFEASIBLE), (6, kernel.FOUND)):
         out = np.zeros(inst.n, np.int64)
-        status, _ = kernel.search(o.arrays, engine.RULES, np.int64(cap), np.int64(10**5), np.zeros(1, np.int64), out, *engine.NO_TABLE)
+        status, _ = kernel.search(o.arrays, ALL_RULES, np.int64(cap), np.int64(10**5), np.zeros(1, np.int64), out, *NO_TABLE)
         assert status == expected, cap
     assert validate(p, inst.placements(o.unpermute(out))) == [] and out.tolist() == [0, 2, 2, 3, 5]
 
@@ -314,7 +343,7 @@ def test_section_totals_are_the_highest_live_load_over_each_lifespan(seed: int) 
     np.add.at(load, inst.s1, -inst.size)
     load = np.cumsum(load)
     slow = [load[a:b].max() for a, b in zip(inst.s0, inst.s1)]
-    assert engine.section_totals(inst).tolist() == slow
+    assert section_totals(inst).tolist() == slow
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
@@ -339,7 +368,7 @@ def test_a_goal_stops_minimization_there_and_proves_only_truths(problem: Problem
     if optimum <= goal:
         assert ans.peak <= goal
         if ans.dive_peak is not None and ans.dive_peak <= goal:  # the first dives did it: no search
-            assert ans.stats.runs <= len(engine.orderings(inst))
+            assert ans.stats.runs <= len(orderings(inst))
     else:
         assert ans.peak == optimum == ans.bound
     # the planner takes the goal per memory (what auto passes for a part of a larger problem)
@@ -350,7 +379,7 @@ def test_a_goal_stops_minimization_there_and_proves_only_truths(problem: Problem
     dive = plan.stats["dive_peak"]["m"]
     if dive is not None and dive <= goal:  # the dives met the goal: no search after them (a dive per ordering and time part)
         parts = time_parts(list(problem.units))
-        assert plan.stats["runs"] <= sum(len(engine.orderings(build(problem, "m", part))) for part in parts)
+        assert plan.stats["runs"] <= sum(len(orderings(build(problem, "m", part))) for part in parts)
 
 
 def test_time_parts_split_where_no_buffer_is_live_across() -> None:
@@ -358,6 +387,53 @@ def test_time_parts_split_where_no_buffer_is_live_across() -> None:
                  Buffer("e", 1, 5, 6), Buffer("z", 0, 2, 5)))
     parts = time_parts(list(p.units))
     assert [sorted(u.root for u in part) for part in parts] == [["a", "b", "z"], ["c"], ["d", "e"]]
+
+
+def _time_parts_by_definition(units: list) -> list[list[str]]:
+    """The search's time parts from their definition: units linked by a chain of units whose spans
+    share a time step form one part (every pair looked at); parts in time order, each listing its
+    units by start (ties: the given order); zero-size units join the first part."""
+    sized = [u for u in units if u.pieces]
+    parent = list(range(len(sized)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for i, u in enumerate(sized):
+        for j in range(i):
+            if u.start < sized[j].end and sized[j].start < u.end:
+                parent[root(i)] = root(j)
+    groups: dict[int, list] = {}
+    for i in sorted(range(len(sized)), key=lambda i: sized[i].start):
+        groups.setdefault(root(i), []).append(sized[i])
+    parts = [[u.root for u in g] for g in sorted(groups.values(), key=lambda g: g[0].start)]
+    rest = [u.root for u in units if not u.pieces]
+    return [parts[0] + rest, *parts[1:]] if parts else ([rest] if rest else [])
+
+
+@st.composite
+def _intervals(draw) -> Problem:
+    n = draw(st.integers(0, 30))
+    return Problem(tuple(Buffer(f"b{i}", draw(st.integers(0, 3)), t, t + draw(st.integers(1, 6)))
+                         for i, t in enumerate(draw(st.lists(st.integers(0, 40), min_size=n, max_size=n)))))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_intervals(), one_memory(max_buffers=10)))
+def test_time_parts_are_the_groups_that_share_no_time_step(problem: Problem) -> None:
+    """``time_parts`` (now ``parts.time_sections`` on the units sorted by start) gives the groups of
+    their definition, in the order the search took them from its own split before (same instances,
+    same orderings: the plans do not change)."""
+    units = list(problem.units)
+    assert [[u.root for u in part] for part in time_parts(units)] == _time_parts_by_definition(units)
+
+
+def test_time_parts_of_minimalloc_a_to_e_are_the_groups_of_their_definition(shared) -> None:
+    for name in "ABCDE":
+        units = list(read_problem(shared / "minimalloc" / f"{name}.1048576.csv").units)
+        assert [[u.root for u in part] for part in time_parts(units)] == _time_parts_by_definition(units), name
 
 
 @pytest.mark.parametrize("objective", ["feasible", "min-peak"])
@@ -480,28 +556,23 @@ def test_workers_prove_infeasibility_together() -> None:
     assert plan.status == Status.OPTIMAL and plan.peak["mem"] == 4
 
 
-def test_large_instances_fall_back_to_the_skyline_dive(monkeypatch) -> None:
-    """Past MAX_PAIRS overlapping pairs only the segment-tree dive runs; its plans must still be valid."""
-    from optplan.search import instance
-
-    monkeypatch.setattr(instance, "MAX_PAIRS", 10)
+def test_large_instances_fall_back_to_the_skyline_dive() -> None:
+    """Past ``max_overlap_pairs`` overlapping pairs only the segment-tree dive runs; its plans must still be valid."""
     rng = random.Random(7)
     buffers = []
     for i in range(80):
         start = rng.randint(0, 40)
         buffers.append(Buffer(f"b{i}", rng.randint(1, 64), start, start + rng.randint(1, 12), alignment=rng.choice([1, 4, 8])))
     problem = Problem(tuple(buffers), (Memory("m", alignment=2),))
-    plan = solve(problem, "search", time_limit=10)
+    plan = solve(problem, "search", time_limit=10, params=DIVES_ONLY)
     assert plan.found and "dive only" in plan.message  # the registry validated it
+    assert plan.stats["search_params"] == {"max_overlap_pairs": 10}
     assert plan.peak["m"] >= plan.lower_bound["m"]
     assert plan.peak["m"] <= solve(problem, "naive").peak["m"]
 
 
-def _dives_problem(monkeypatch, n: int = 400) -> Problem:
-    """A single-memory problem that takes the search's large-instance path (MAX_PAIRS forced down)."""
-    from optplan.search import instance
-
-    monkeypatch.setattr(instance, "MAX_PAIRS", 10)
+def _dives_problem(n: int = 400) -> Problem:
+    """A single-memory problem that takes the search's large-instance path under ``DIVES_ONLY``."""
     rng = random.Random(3)
     buffers = []
     for i in range(n):
@@ -516,20 +587,20 @@ def test_a_dive_running_at_the_deadline_is_stopped(monkeypatch) -> None:
     that would take a minute ends the planner on time, with no plan and saying why."""
     import time
 
-    problem = _dives_problem(monkeypatch)
+    problem = _dives_problem()
 
     def stuck(*args) -> None:
         time.sleep(60)
 
     monkeypatch.setattr(engine.kernel, "skyline_dive", stuck)
     t0 = time.perf_counter()
-    plan = solve(problem, "search", time_limit=1.0)
+    plan = solve(problem, "search", time_limit=1.0, params=DIVES_ONLY)
     assert time.perf_counter() - t0 < 1.0 + 2.0  # slack for a loaded CI machine; the bench measures
     assert not plan.found and "time limit reached during dive 1 of 4" in plan.message
 
 
 def test_dives_that_would_end_late_are_not_started() -> None:
-    """Deterministic: each dive costs DIVE_SECONDS_PER_UNIT per unit; a budget of 1.5 dives runs one
+    """Deterministic: each dive costs ``dive_seconds_per_unit`` per unit; a budget of 1.5 dives runs one
     (the same on every run), and the plan says how many were not."""
     rng = random.Random(3)
     buffers = []
@@ -538,7 +609,7 @@ def test_dives_that_would_end_late_are_not_started() -> None:
         buffers.append(Buffer(f"b{i}", rng.randint(1, 64), start, start + rng.randint(1, 30)))
     problem = Problem(tuple(buffers))
     inst = build(problem, "mem", list(problem.units))
-    one = inst.n * engine.DIVE_SECONDS_PER_UNIT
+    one = inst.n * DEFAULTS.dive_seconds_per_unit
     ans = engine._large(inst, None, 0, Deadline(1.5 * one, deterministic=True))
     assert ans.stats.runs == 1 and ans.offsets is not None and "3 of 4 dives not run" in ans.note
     assert engine._large(inst, None, 0, Deadline(None)).stats.runs == 4
@@ -563,8 +634,8 @@ def run_with_restarts(o, cap: int, table, first: int) -> tuple[int, int, np.ndar
     limit = first
     while True:
         out = np.zeros(len(o.perm), np.int64)
-        tab = engine.table_of(o, 1 << 12, limit) if table is None else table
-        status, nodes = kernel.search(o.arrays, engine.RULES, np.int64(cap), np.int64(limit), np.zeros(1, np.int64), out, *tab)
+        tab = table_of(o, 1 << 12, limit) if table is None else table
+        status, nodes = kernel.search(o.arrays, ALL_RULES, np.int64(cap), np.int64(limit), np.zeros(1, np.int64), out, *tab)
         if status != kernel.LIMIT:
             return status, nodes, out
         limit *= 2
@@ -580,16 +651,16 @@ def test_failed_state_table_changes_node_counts_not_answers() -> None:
     for seed in range(24):
         p = random_overlapping(seed, 13 + seed % 4)
         inst = build(p, "mem", list(p.units))
-        low = int(engine.section_totals(inst).max())
-        for o in engine.orderings(inst, seed=seed):
-            kept = engine.table_of(o, 1 << 12)
+        low = int(section_totals(inst).max())
+        for o in orderings(inst, seed=seed):
+            kept = table_of(o, 1 << 12)
             growing = Ordered(inst, o.name, o.perm)  # its table grows from 1024 slots as limits double
             for cap in range(low, low + 40):
                 out = np.zeros(inst.n, np.int64)
-                status, nodes = kernel.search(o.arrays, engine.RULES, np.int64(cap), np.int64(10**7), np.zeros(1, np.int64), out,
-                                              *engine.NO_TABLE)
+                status, nodes = kernel.search(o.arrays, ALL_RULES, np.int64(cap), np.int64(10**7), np.zeros(1, np.int64), out,
+                                              *NO_TABLE)
                 assert status != kernel.LIMIT
-                fresh = engine.table_of(Ordered(inst, o.name, o.perm), 1 << 12)
+                fresh = table_of(Ordered(inst, o.name, o.perm), 1 << 12)
                 for table, first in ((fresh, 10**7), (kept, 10**7), (None, 1)):
                     got, got_nodes, got_out = run_with_restarts(growing if table is None else o, cap, table, first)
                     assert got == status, (seed, o.name, cap, status, got, first)
@@ -618,14 +689,14 @@ def test_neighbours_are_listed_lowest_first_for_the_lift_rule(seed: int) -> None
         assert (np.diff(heights) >= 0).all(), r
 
 
-@pytest.mark.parametrize("rule", kernel.Rules._fields)
+@pytest.mark.parametrize("rule", Rules._fields)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(problem=one_memory(max_buffers=7))
 def test_each_pruning_rule_switched_off_keeps_the_optimum(rule: str, problem: Problem) -> None:
     """Every ordering, with and without the table, with one pruning rule off: still INFEASIBLE
     just below the brute-force optimum and FOUND at it."""
     assume(unsupported(problem) is None)
-    check_each_ordering(problem, engine.RULES._replace(**{rule: False}))
+    check_each_ordering(problem, ALL_RULES._replace(**{rule: False}))
 
 
 def generated(family: str, seed: int, n: int, cells: int) -> Problem:
@@ -636,7 +707,7 @@ def generated(family: str, seed: int, n: int, cells: int) -> Problem:
     return cut_instance(family, seed, n=n, cells=cells)
 
 
-@pytest.mark.parametrize("rule", [r for r in kernel.Rules._fields if r != "hatless"])
+@pytest.mark.parametrize("rule", [r for r in Rules._fields if r != "hatless"])
 def test_each_pruning_rule_switch_changes_the_search(rule: str, shared) -> None:
     """A switch that did nothing would make the test above vacuous: switched off, each rule changes
     the node counts of complete runs (a proof just below the optimum, a plan at it) on small generated instances that
@@ -646,7 +717,7 @@ def test_each_pruning_rule_switch_changes_the_search(rule: str, shared) -> None:
     no node count changed without it on 300 random instances (every ordering), on these, or on
     minimalloc/C and D, even with lift and dominance off; it looks subsumed (a unit left below L
     with no unplaced neighbour gets a threshold no capacity passes)."""
-    base = engine.RULES._replace(sections=False) if rule == "dominance" else engine.RULES
+    base = ALL_RULES._replace(sections=False) if rule == "dominance" else ALL_RULES
     rng = random.Random(5)
     for seed in range(25):
         if seed == 24:
@@ -663,13 +734,13 @@ def test_each_pruning_rule_switch_changes_the_search(rule: str, shared) -> None:
             problem = Problem(tuple(buffers), (Memory("mem"),))
         optimum = solve(problem, "search", time_limit=20).peak["mem"]
         inst = build(problem, "mem", list(problem.units))
-        for o in engine.orderings(inst)[: 1 if seed == 24 else 4]:
+        for o in orderings(inst)[: 1 if seed == 24 else 4]:
             counts = []
             for rules in (base, base._replace(**{rule: False})):
                 for cap, expected in ((optimum - 1, kernel.INFEASIBLE), (optimum, kernel.FOUND)):
                     status, nodes = kernel.search(o.arrays, rules, np.int64(inst.scaled_capacity(cap)),
                                                   np.int64(10**5), np.zeros(1, np.int64), np.zeros(inst.n, np.int64),
-                                                  *engine.NO_TABLE)
+                                                  *NO_TABLE)
                     assert status in (expected, kernel.LIMIT)
                     counts.append(nodes if status == expected else -1)  # -1: cut off, not compared
             if any(x != y and min(x, y) >= 0 for x, y in zip(counts[:2], counts[2:])):
@@ -697,7 +768,7 @@ def test_every_ordering_runs_without_the_forced_rule_too() -> None:
     from gen_instances import instance
 
     problem = instance("perturbed", 1)
-    plan = solve(problem, "search", time_limit=150_000 / engine.NODES_PER_SECOND, deterministic=True, objective="feasible")
+    plan = solve(problem, "search", time_limit=150_000 / NODES_PER_SECOND, deterministic=True, objective="feasible")
     assert plan.found and plan.stats["nodes"] <= 150_000, (plan.status, plan.message)
     assert any(name.endswith("-unforced") for name in plan.stats["winning_orderings"])
     assert validate(problem, plan.placements) == []
@@ -717,7 +788,7 @@ def test_restart_orderings_keep_decisions_exact(problem: Problem, seed: int) -> 
     inst = build(problem, "m", list(problem.units))
     assume(inst.n > 1)
     sched = engine.Schedule(limit=1)
-    out = engine.decide(engine.orderings(inst, seed), inst.n, inst.scaled_capacity(problem.memory("m").capacity),
+    out = engine.decide(orderings(inst, seed), inst.n, inst.scaled_capacity(problem.memory("m").capacity),
                         Deadline(10.0, deterministic=True), np.zeros(1, np.int64), schedule=sched)
     assert out.status == (kernel.INFEASIBLE if reference is None else kernel.FOUND)
     assert sched.fresh > 0 or sched.limit == 1  # restarts ran unless the first round decided it
@@ -732,7 +803,6 @@ def test_two_workers_race_the_first_orderings_in_threads(monkeypatch: pytest.Mon
     problem = Problem(tuple(Buffer(f"b{i}", 1 + i % 3, i, i + 3) for i in range(12)), (Memory("m"),))
     inst = build(problem, "m", list(problem.units))
     engine.ensure_compiled()  # not inside the race: loading the kernel takes seconds at load
-    monkeypatch.setattr(engine, "RACE_MIN_UNITS", 2)
     search = kernel.search
     stopped = []
 
@@ -746,7 +816,8 @@ def test_two_workers_race_the_first_orderings_in_threads(monkeypatch: pytest.Mon
         return kernel.LIMIT, 1
 
     monkeypatch.setattr(engine.kernel, "search", stuck_when_forced)
-    out = engine.decide_parallel(engine.orderings(inst), inst.n, 1 << 40, Deadline(20.0), workers=2)
+    out = engine.decide_parallel(orderings(inst), inst.n, 1 << 40, Deadline(20.0), workers=2,
+                                 params=SearchParams(race_min_units=2))
     assert out.status == kernel.FOUND and stopped == [True]
     assert validate(problem, inst.placements(out.offsets)) == []
 
@@ -761,9 +832,9 @@ def test_a_worker_threads_error_reaches_the_caller(monkeypatch: pytest.MonkeyPat
         raise MemoryError("worker")
 
     monkeypatch.setattr(engine.kernel, "search", broken)
-    monkeypatch.setattr(engine, "RACE_MIN_UNITS", 2)
     with pytest.raises(MemoryError, match="worker"):
-        engine.decide_parallel(engine.orderings(inst), inst.n, 1 << 40, Deadline(20.0), workers=2)
+        engine.decide_parallel(orderings(inst), inst.n, 1 << 40, Deadline(20.0), workers=2,
+                               params=SearchParams(race_min_units=2))
     assert threads
 
 
@@ -774,13 +845,13 @@ def test_a_spent_share_still_runs_once_while_the_limit_lasts() -> None:
     inst = build(problem, "m", list(problem.units))
     spent = Deadline(30.0).part(0.0)
     assert spent.left() == 0
-    out = engine.decide(engine.orderings(inst), inst.n, 1 << 40, spent, np.zeros(1, np.int64))
+    out = engine.decide(orderings(inst), inst.n, 1 << 40, spent, np.zeros(1, np.int64))
     assert out.status == kernel.FOUND and out.stats.runs == 1
     over = Deadline(0.0)
-    assert engine.decide(engine.orderings(inst), inst.n, 1 << 40, over, np.zeros(1, np.int64)).status == kernel.LIMIT
+    assert engine.decide(orderings(inst), inst.n, 1 << 40, over, np.zeros(1, np.int64)).status == kernel.LIMIT
     cancelled = Deadline(30.0)
     cancelled.cancel()
-    assert engine.decide(engine.orderings(inst), inst.n, 1 << 40, cancelled.part(1.0), np.zeros(1, np.int64)).status == kernel.LIMIT
+    assert engine.decide(orderings(inst), inst.n, 1 << 40, cancelled.part(1.0), np.zeros(1, np.int64)).status == kernel.LIMIT
 
 
 def test_a_decision_stops_at_its_wall_clock_end_whatever_its_node_budget(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -792,9 +863,9 @@ def test_a_decision_stops_at_its_wall_clock_end_whatever_its_node_budget(monkeyp
 
     problem = instance("guillotine", 45)  # unpacked in 60 s at 1 MiB (robust_cut.md)
     inst = build(problem, "mem", list(problem.units))
-    ords = engine.orderings(inst)
+    ords = orderings(inst)
     engine.ensure_compiled()
-    monkeypatch.setattr(engine, "node_budget", lambda clock, limit, rate: 2_000_000)
+    monkeypatch.setattr(engine, "node_budget", lambda clock, limit, rate, nodes_per_second: 2_000_000)
     t0 = time.perf_counter()
     out = engine.decide(ords, inst.n, inst.scaled_capacity(1 << 20), Deadline(1.0), np.zeros(1, np.int64))
     assert out.status == kernel.LIMIT and time.perf_counter() - t0 < 10
@@ -808,12 +879,12 @@ def test_restart_orderings_are_seeded_and_differ() -> None:
         buffers.append(Buffer(f"b{i}", rng.randint(1, 9), start, start + rng.randint(1, 12)))
     problem = Problem(tuple(buffers), (Memory("m"),))
     inst = build(problem, "m", list(problem.units))
-    perms = [engine.fresh(inst, 0, k).perm for k in range(4)]
+    perms = [fresh(inst, 0, k).perm for k in range(4)]
     for perm in perms:
         assert sorted(perm.tolist()) == list(range(inst.n))
-    assert np.array_equal(perms[0], engine.fresh(inst, 0, 0).perm)  # the same run repeats
+    assert np.array_equal(perms[0], fresh(inst, 0, 0).perm)  # the same run repeats
     assert len({perm.tobytes() for perm in perms}) == 4
-    assert not np.array_equal(perms[0], engine.fresh(inst, 1, 0).perm)
+    assert not np.array_equal(perms[0], fresh(inst, 1, 0).perm)
 
 
 def test_every_other_restart_runs_without_the_forced_rule(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -821,8 +892,8 @@ def test_every_other_restart_runs_without_the_forced_rule(monkeypatch: pytest.Mo
     and every fixed ordering runs both ways."""
     problem = Problem(tuple(Buffer(f"b{i}", 1 + i % 3, i, i + 3) for i in range(12)), (Memory("m"),))
     inst = build(problem, "m", list(problem.units))
-    assert [engine.fresh(inst, 0, k).forced for k in range(4)] == [True, False, True, False]
-    ords = engine.orderings(inst)  # each fixed ordering, then its twin without the rule (the same arrays)
+    assert [fresh(inst, 0, k).forced for k in range(4)] == [True, False, True, False]
+    ords = orderings(inst)  # each fixed ordering, then its twin without the rule (the same arrays)
     assert [o.forced for o in ords] == [True, False] * (len(ords) // 2)
     assert all(np.array_equal(a.perm, b.perm) and a.arrays is b.arrays for a, b in zip(ords[::2], ords[1::2]))
     assert len({o.perm.tobytes() for o in ords}) == len(ords) // 2
@@ -835,8 +906,8 @@ def test_every_other_restart_runs_without_the_forced_rule(monkeypatch: pytest.Mo
 
     monkeypatch.setattr(engine.kernel, "search", spy)
     for k in range(2):
-        status, _ = engine._run(engine.fresh(inst, 0, k), inst.n, 1 << 40, Deadline(None), np.zeros(1, np.int64), None, 1000,
-                                engine.Stats())
+        status, _ = engine._run(fresh(inst, 0, k), inst.n, 1 << 40, Deadline(None), np.zeros(1, np.int64), 1000,
+                                engine.Stats(), DEFAULTS)
         assert status == kernel.FOUND
     assert seen == [True, False]
 
@@ -860,9 +931,9 @@ def test_a_decision_cut_short_resumes_where_it_stopped() -> None:
     inst = build(problem, "mem", list(problem.units))
     cap = lower_bounds(problem).lower["mem"] // inst.scale
     guard = Deadline(600.0, deterministic=True)  # parts of it: node budgets, with a wall-clock guard far off
-    whole = engine.decide(engine.orderings(inst), inst.n, cap, guard.part(20.0), np.zeros(1, np.int64))
+    whole = engine.decide(orderings(inst), inst.n, cap, guard.part(20.0), np.zeros(1, np.int64))
     assert whole.status == kernel.FOUND and whole.stats.runs > 10
-    ords, sched, nodes, slices = engine.orderings(inst), engine.Schedule(), 0, 0
+    ords, sched, nodes, slices = orderings(inst), engine.Schedule(DEFAULTS.first_limit), 0, 0
     while slices < 40:
         slices += 1
         out = engine.decide(ords, inst.n, cap, guard.part((1000 << (slices // 2)) / NODES_PER_SECOND), np.zeros(1, np.int64),
@@ -886,7 +957,7 @@ def _stall_decisions(monkeypatch: pytest.MonkeyPatch, only_at: int | None = None
             seen.append((cap, clock.left()))
         if only_at is None or cap == only_at:
             clock.spend(clock.left())
-            return engine.Outcome(kernel.LIMIT, None, engine.Stats())
+            return engine.Decision(kernel.LIMIT, None, engine.Stats())
         return real(ords, n, cap, clock, *args, **kwargs)
 
     monkeypatch.setattr(engine, "decide_parallel", stalled)
@@ -906,18 +977,18 @@ def test_an_undecided_floor_does_not_keep_the_plan_from_coming_down(monkeypatch:
     assert ans.peak is not None and ans.peak <= lb + 2
 
 
-@pytest.mark.parametrize("share", [engine.FLOOR_SHARE, 4.0])
+@pytest.mark.parametrize("share", [DEFAULTS.floor_share, 4.0])
 def test_the_larger_slice_goes_first(monkeypatch: pytest.MonkeyPatch, share: float) -> None:
     """The search alone gives the bound a quarter of the slice of the decision below its best plan,
     after it; auto's race (``portfolio.RACE_FLOOR_SHARE``) four times, first: a bound decided in its
     first slice is not kept waiting behind a plan that cannot beat it. Here no decision ever ends."""
-    monkeypatch.setattr(engine, "FLOOR_SHARE", share)
     problem = flat_profile(3, (64, 128), 20, 32)
     lb = lower_bounds(problem).lower["mem"]
     seen: list[tuple[int, float]] = []
     _stall_decisions(monkeypatch, seen=seen)
     inst = build(problem, "mem", list(problem.units))
-    ans = engine.solve(inst, None, lb, "min-peak", Deadline(600.0, deterministic=True).part(100.0))
+    ans = engine.solve(inst, None, lb, "min-peak", Deadline(600.0, deterministic=True).part(100.0),
+                       params=SearchParams(floor_share=share))
     assert ans.timed_out and ans.bound == lb
     calls = [(cap == lb, seconds) for cap, seconds in seen]  # (at the bound, the slice's seconds)
     pairs = [(calls[i], calls[i + 1]) for i in range(0, len(calls) - 1, 2)][:-1]  # (the last may be cut short)
@@ -926,20 +997,20 @@ def test_the_larger_slice_goes_first(monkeypatch: pytest.MonkeyPatch, share: flo
     assert all(first(p)[0] and not second(p)[0] and first(p)[1] == pytest.approx(share * second(p)[1]) for p in pairs)
 
 
-@pytest.mark.parametrize("share", [engine.FLOOR_SHARE, 4.0])
+@pytest.mark.parametrize("share", [DEFAULTS.floor_share, 4.0])
 def test_under_a_capacity_the_race_decides_the_bound_first(monkeypatch: pytest.MonkeyPatch, share: float) -> None:
     """Minimizing under a capacity with no plan under it yet, the search alone first decides the
     capacity (a plan at all); auto's race (the bound's share above 1) first decides the bound,
     where a plan is optimal and often quicker to find (minimalloc C at 1 MiB: 1.8k nodes against
     101k), then the capacity. Here the bound's decision finds nothing; the capacity's packs."""
-    monkeypatch.setattr(engine, "FLOOR_SHARE", share)
     problem = flat_profile(3, (64, 128), 20, 32)
     lb = lower_bounds(problem).lower["mem"]
     seen: list[tuple[int, float]] = []
     _stall_decisions(monkeypatch, only_at=lb, seen=seen)
     inst = build(problem, "mem", list(problem.units))
     cap = lb + 8 * inst.scale  # below the dive's plan (lb + 16 units): no plan under it yet
-    ans = engine.solve(inst, cap, lb, "min-peak", Deadline(600.0, deterministic=True).part(5.0))
+    ans = engine.solve(inst, cap, lb, "min-peak", Deadline(600.0, deterministic=True).part(5.0),
+                       params=SearchParams(floor_share=share))
     assert ans.peak is not None and ans.peak <= cap
     caps = [c for c, _ in seen]
     assert inst.scale == 1 and caps[0] == (lb if share > 1 else cap)

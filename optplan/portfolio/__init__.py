@@ -47,6 +47,7 @@ from optplan.registry import Result, planner
 # search's kernels (``quick_look``).
 if TYPE_CHECKING:
     from optplan.portfolio.incumbent import Incumbent
+    from optplan.search.params import SearchParams
     from optplan.solvers.cpsat import PartModel, Settings
 
 # of a single-memory part's time, for the exact search engine when it is registered (CP-SAT and LNS
@@ -62,9 +63,22 @@ SEARCH_SECONDS_PER_UNIT = 1e-3
 # parts are answered sooner than a fork (0.1 s) and CP-SAT's model (guillotine-2 at 1 MiB: three parts
 # of milliseconds each; auto 1.7 s wall where search alone took 0.24 s at load 12)
 SEARCH_FIRST = 0.2
-# beyond this many overlapping pairs the search only dives (lowest offset first, four orders); a dive
-# costs about this per pair (S_1, 48M pairs: 0.6-1 s; 62k S_1-shaped, 114M: 2.6-3.9 s; 1M, 1.7G: > 95 s)
+# a dive of the search costs about this per overlapping pair (S_1, 48M pairs: 0.6-1 s; 62k S_1-shaped,
+# 114M: 2.6-3.9 s; 1M, 1.7G: > 95 s)
 DIVE_SECONDS_PER_PAIR = 3e-8
+
+
+@functools.cache
+def search_params() -> SearchParams:
+    """The search's settings for the searches auto starts (the races change its floor share): beyond
+    their ``max_overlap_pairs`` the search only dives (lowest offset first, four orders). A function,
+    not a constant: the search's package loads its kernels, which a problem the heuristics settle
+    never needs."""
+    from optplan.search.params import SearchParams
+
+    return SearchParams()
+
+
 # steps of lower priority (nice) for what races beside the search in feasibility mode (``_SearchRace``):
 # the rest takes the CPU the search leaves (an idle core), not the search's. Nice 5 was not enough where
 # the kernel groups a session's processes (autogroup: the search child and the rest share one group's
@@ -258,9 +272,7 @@ def _pairs(start: np.ndarray, end: np.ndarray) -> int:
 
 def _dives_only(start: np.ndarray, end: np.ndarray) -> bool:
     """The search only dives on these lifetimes: too many overlapping pairs for its adjacency lists."""
-    from optplan.search.instance import MAX_PAIRS
-
-    return _pairs(start, end) > MAX_PAIRS
+    return _pairs(start, end) > search_params().max_overlap_pairs
 
 
 def _early_search(problem: Problem, work: Deadline, objective: Objective, seed: int,
@@ -275,11 +287,9 @@ def _early_search(problem: Problem, work: Deadline, objective: Objective, seed: 
     if (problem.unit_count <= SEARCH_MAX_UNITS or problem.concurrent or not _can_race(workers, work)
             or not work.limited or not registry.registered(name) or not jit.usable("search")):
         return None
-    from optplan.search.instance import MAX_PAIRS
-
     start, end = problem.columns.start, problem.columns.end
     pairs = _pairs(start, end)
-    if pairs <= MAX_PAIRS or 4 * DIVE_SECONDS_PER_PAIR * pairs > 0.5 * work.left():
+    if pairs <= search_params().max_overlap_pairs or 4 * DIVE_SECONDS_PER_PAIR * pairs > 0.5 * work.left():
         return None
     # after the pairs: a pass over every unit (a million S_1-shaped buffers: seconds, for a search not run)
     declines = getattr(registry.get(name), "declines", None)
@@ -287,7 +297,7 @@ def _early_search(problem: Problem, work: Deadline, objective: Objective, seed: 
         return None
     searching = work.part(EARLY_SHARE * work.left())  # it ends in time to check and send back its plan
     member = fork_member(lambda d: registry.solve(problem, name, deadline=d, seed=seed, objective=objective,
-                                                  workers=1), searching, grace=1.0)
+                                                  workers=1, params=search_params()), searching, grace=1.0)
     return member, searching
 
 
@@ -451,10 +461,8 @@ def _minimize_search(problem: Problem, name: str, deadline: Deadline, seed: int,
     ``RACE_FLOOR_SHARE`` times the other's, first. A plan at the bound is optimal (most instances
     with a known optimum have it at the load bound); where the optimum lies above (minimalloc/D)
     the plan keeps coming down on this process's core."""
-    from optplan.search import engine
-
-    engine.FLOOR_SHARE = RACE_FLOOR_SHARE  # (a forked process: the engine's constant changes here only)
-    return registry.solve(problem, name, deadline=deadline, seed=seed, objective=objective, workers=workers)
+    return registry.solve(problem, name, deadline=deadline, seed=seed, objective=objective, workers=workers,
+                          params=replace(search_params(), floor_share=RACE_FLOOR_SHARE))
 
 
 def _lower_priority(nice: int) -> None:
@@ -791,7 +799,6 @@ def _race(part: Part, clock: Deadline, settings: Settings, objective: Objective,
     """The search engine in a forked process beside CP-SAT and LNS here, on the whole part's
     time and half the workers each; whichever settles the part first halts the other. A plan
     the search returns enters the incumbent that LNS reads before each move."""
-    from optplan.search import engine
     from optplan.solvers.cpsat import part_result
 
     name = members[0]
@@ -801,10 +808,13 @@ def _race(part: Part, clock: Deadline, settings: Settings, objective: Objective,
     quiet = getattr(_FLOOR_RACE, "on", False)  # the search at the bound runs beside: this one gives way to it
 
     def searching_member(d: Deadline) -> Plan:
-        if quiet:  # (a forked process: the engine's constant changes here only)
+        options = {}
+        if quiet:  # (a forked process)
             _lower_priority(RACE_NICE)
-            engine.FLOOR_SHARE = 0.0  # the race decides the bound: all of this one's time goes to a better plan
-        return registry.solve(part.sub_problem, name, deadline=d, seed=seed, objective=objective, workers=mine, goal=caps)
+            # the race decides the bound: all of this one's time goes to a better plan
+            options["params"] = replace(search_params(), floor_share=0.0)
+        return registry.solve(part.sub_problem, name, deadline=d, seed=seed, objective=objective, workers=mine, goal=caps,
+                              **options)
 
     member = fork_member(searching_member, searching)
     verdict: list[Result | None] = [None]

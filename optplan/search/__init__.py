@@ -1,7 +1,10 @@
 """Exact search over canonical solutions, compiled with numba (planner ``search``).
 
-Importing this package registers the planner and its kernels; ``kernel`` holds the compiled
-search, ``instance`` the integer arrays it runs on, ``engine`` the portfolio and minimization.
+Importing this package registers the planner and its kernels. ``planner`` splits a problem into
+memories and time parts; ``engine`` decides capacities and minimizes over the static ``orderings``
+of an ``instance`` (the integer arrays the search runs on), under ``params`` (``SearchParams``).
+The compiled search is ``kernel`` (the driver) over ``state``, ``pruning`` and ``placing``;
+``overlaps`` and ``skyline`` are the search's other kernels.
 """
 
 from optplan.core import jit
@@ -12,15 +15,12 @@ def _warm() -> None:
     """Compile or load the search's kernels: a search with backtracking, and the dives of a large instance."""
     from optplan.core.deadline import Deadline
     from optplan.core.jit import sample_problem
-    from optplan.search import instance
+    from optplan.search.params import SearchParams
 
     search = planner.search.__wrapped__  # type: ignore[attr-defined]  # the planner without the registry's modules
     search(sample_problem(), deadline=Deadline(None))
-    limit, instance.MAX_PAIRS = instance.MAX_PAIRS, -1  # every instance large: the lowest-offset dives
-    try:
-        search(sample_problem(), deadline=Deadline(None))
-    finally:
-        instance.MAX_PAIRS = limit
+    # every instance large: the lowest-offset dives
+    search(sample_problem(), deadline=Deadline(None), params=SearchParams(max_overlap_pairs=-1))
 
 
 jit.register("search", "optplan.search.kernel", ("search", "overlap_graph", "count_overlaps", "skyline_dive"), _warm)

@@ -18,10 +18,11 @@ from optplan.core.columns import distinct
 from optplan.core.plan import Placement
 from optplan.core.problem import Problem
 from optplan.core.units import Unit
-from optplan.search import kernel
+from optplan.search.overlaps import count_overlaps, overlap_graph
+from optplan.search.params import DEFAULTS
+from optplan.search.state import Arrays
 
 NO_LIMIT = 1 << 61  # no capacity: an offset bound nothing reaches
-MAX_PAIRS = 4_000_000  # beyond this many overlapping pairs the adjacency lists cost too much memory
 
 
 @dataclass
@@ -53,7 +54,7 @@ class Instance:
     nb_idx: np.ndarray
     large: bool = False  # too many overlapping pairs for the search: greedy dive only
     twins: np.ndarray | None = None  # twin_groups, computed on first use
-    totals: np.ndarray | None = None  # engine.section_totals, computed on first use
+    totals: np.ndarray | None = None  # orderings.section_totals, computed on first use
 
     @property
     def exact(self) -> bool:
@@ -113,8 +114,9 @@ def _arr(xs: list[int]) -> np.ndarray:
     return np.array(xs, np.int64).reshape(-1)
 
 
-def build(problem: Problem, memory: str, units: list[Unit]) -> Instance:
-    """The arrays for ``units`` (all bound to ``memory``)."""
+def build(problem: Problem, memory: str, units: list[Unit], max_overlap_pairs: int = DEFAULTS.max_overlap_pairs) -> Instance:
+    """The arrays for ``units`` (all bound to ``memory``); ``large`` (no adjacency lists, dives only)
+    beyond ``max_overlap_pairs`` overlapping pairs (``SearchParams``)."""
     placed = [u for u in units if u.pieces]
     others = [u for u in units if not u.pieces]
     capacity = problem.memory(memory).capacity
@@ -160,11 +162,11 @@ def build(problem: Problem, memory: str, units: list[Unit]) -> Instance:
     s1 = np.searchsorted(times, end).astype(np.int64)
     ps0 = np.searchsorted(times, _arr(pt0)).astype(np.int64)
     ps1 = np.searchsorted(times, _arr(pt1)).astype(np.int64)
-    large = kernel.count_overlaps(s0, s1) > MAX_PAIRS
+    large = count_overlaps(s0, s1) > max_overlap_pairs
     if large:
         nb_ptr, nb_idx = np.zeros(len(placed) + 1, np.int64), np.zeros(0, np.int64)
     else:
-        nb_ptr, nb_idx = kernel.overlap_graph(s0, s1)
+        nb_ptr, nb_idx = overlap_graph(s0, s1)
     fx = _arr(fixed)
     return Instance(memory, placed, others, g, _arr(size) // g, s0, s1, _arr(pp), ps0, ps1, _arr(py0) // g,
                     _arr(ph) // g, _arr(mod), _arr(res) // g, _arr(lo) // g,
@@ -181,11 +183,11 @@ class Ordered:
         self.inst = inst
         self.name = name
         self.perm = perm  # rank -> index in the Instance
-        self._arrays: kernel.Arrays | None = None
-        self.table: np.ndarray | None = None  # the search's failed-state table and its random words (engine.table_of)
+        self._arrays: Arrays | None = None
+        self.table: np.ndarray | None = None  # the search's failed-state table and its random words (orderings.table_of)
         self.zob: np.ndarray | None = None
         self.seed: tuple[int, ...] = (0,)  # of the random words: a run repeats with the same seed
-        self.forced = True  # the kernel's forced-section rule on for this ordering's runs (engine.fresh)
+        self.forced = True  # the kernel's forced-section rule on for this ordering's runs (orderings.fresh)
         self._of: Ordered | None = None  # the ordering whose arrays this one shares
 
     def unforced(self) -> Ordered:
@@ -197,7 +199,7 @@ class Ordered:
         return twin
 
     @property
-    def arrays(self) -> kernel.Arrays:
+    def arrays(self) -> Arrays:
         """The search's static arrays, in rank order."""
         if self._arrays is None:
             self._arrays = self._of.arrays if self._of is not None else _arrays(self.inst, self.perm)
@@ -241,7 +243,7 @@ def _twins(inst: Instance, perm: np.ndarray) -> np.ndarray:
     return twin
 
 
-def _arrays(inst: Instance, perm: np.ndarray) -> kernel.Arrays:
+def _arrays(inst: Instance, perm: np.ndarray) -> Arrays:
     n = inst.n
     inv = np.empty(n, np.int64)
     inv[perm] = np.arange(n)
@@ -266,5 +268,5 @@ def _arrays(inst: Instance, perm: np.ndarray) -> kernel.Arrays:
     np.cumsum(npc, out=pp[1:])
     pg = np.repeat(inst.pp[:-1][perm] - pp[:-1], npc) + np.arange(pp[-1])
     ps0, ps1, py0, ph = inst.ps0[pg], inst.ps1[pg], inst.py0[pg], inst.ph[pg]
-    return kernel.Arrays(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, ptr, idx.astype(np.int64), fptr,
+    return Arrays(size, s0, s1, pp, ps0, ps1, py0, ph, mod, res, lo, hi, fixed, ptr, idx.astype(np.int64), fptr,
                          fidx, _twins(inst, perm), np.int64(inst.nsec))

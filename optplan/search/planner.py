@@ -18,23 +18,22 @@ from optplan.core.objective import Objective
 from optplan.core.plan import Placement
 from optplan.core.problem import Problem
 from optplan.core.units import Unit
+from optplan.parts import time_sections
 from optplan.registry import Result, planner
 from optplan.search import engine
 from optplan.search.instance import NO_LIMIT, build, unsupported
+from optplan.search.orderings import section_totals
+from optplan.search.params import DEFAULTS, SearchParams
 
 
 def time_parts(units: list[Unit]) -> list[list[Unit]]:
-    """Groups of units that share no time step with each other group: independent problems (the
-    memory's peak is the highest of theirs), each solved with the ordering that suits it."""
-    parts: list[list[Unit]] = []
-    end = None
-    for t0, t1, u in sorted(((u.start, u.end, u) for u in units if u.pieces), key=lambda x: x[0]):
-        if end is None or t0 >= end:
-            parts.append([])
-            end = t1
-        parts[-1].append(u)
-        end = max(end, t1)
-    rest = [u for u in units if not u.pieces]  # zero-size units go with the first part
+    """Groups of units that share no time step with each other group (``parts.time_sections``):
+    independent problems (the memory's peak is the highest of theirs), each solved with the
+    ordering that suits it. Each group lists its units by start time (the orderings break ties by
+    that index), and the zero-size units go with the first (they collide with nothing)."""
+    by_start = sorted((u for u in units if u.pieces), key=lambda u: u.start)
+    parts = time_sections(by_start)
+    rest = [u for u in units if not u.pieces]
     if not parts:
         return [rest] if rest else []
     parts[0] += rest
@@ -45,12 +44,14 @@ def time_parts(units: list[Unit]) -> list[list[Unit]]:
 @planner("search", declines=unsupported)
 def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1,
            objective: Objective | str | None = None, progress: Callable[[dict], None] | None = None,
-           goal: dict[str, int] | None = None) -> Result:
+           goal: dict[str, int] | None = None, params: SearchParams = DEFAULTS) -> Result:
     """Canonical-solution search (numba); ``workers`` threads share the ordering portfolio.
-    A deterministic ``deadline``: time counted in search nodes (``engine.NODES_PER_SECOND`` per second), one
-    process: the same answer on every run and machine. ``goal``: per-memory peaks (bytes) that are
+    A deterministic ``deadline``: time counted in search nodes (``params.nodes_per_second`` per second),
+    one process: the same answer on every run and machine. ``goal``: per-memory peaks (bytes) that are
     good enough, when the problem is a part of a larger one whose memory cannot go below them:
-    minimization stops at a plan under them instead of proving this part's own lower optimum."""
+    minimization stops at a plan under them instead of proving this part's own lower optimum.
+    ``params``: the search's budgets, shares and rules (those not at their defaults are shown in
+    ``stats["search_params"]``)."""
     objective = Objective.parse(objective, problem)
     if not jit.usable("search"):  # a time limit, and the kernels are not compiled (optplan.core.jit)
         return _without_kernels(problem, deadline, seed, workers, objective)
@@ -72,7 +73,7 @@ def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1
             target = max(lower[m], enough.get(m, 0)) if objective.optimizes else NO_LIMIT
             capacity = problem.memory(m).capacity
             found = _at_once(problem, m, by_memory[m], min(target, NO_LIMIT if capacity is None else capacity), deadline,
-                             seed, stats)
+                             seed, stats, params)
             if found is not None:
                 placements.update(found[0])
                 peak[m] = dive_peaks[m] = found[1]
@@ -80,12 +81,12 @@ def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1
     jobs = [(m, part) for m, parts in parts_of.items() for part in parts]
     for k, (m, part) in enumerate(jobs):
         share = len(part) / max(1, sum(len(p) for _, p in jobs[k:]))
-        inst = build(problem, m, part)
+        inst = build(problem, m, part, params.max_overlap_pairs)
         # the memory's bound need not hold for one part: cap it by the part's own live load
-        own = int(engine.section_totals(inst).max()) * inst.scale if inst.n and len(jobs) > 1 else lower[m]
+        own = int(section_totals(inst).max()) * inst.scale if inst.n and len(jobs) > 1 else lower[m]
         # a part need not go below the memory's proven bound: the memory's peak is the highest of its parts'
         ans = engine.solve(inst, problem.memory(m).capacity, min(lower[m], own), objective, deadline.share(share),
-                           workers, seed, progress, goal=max(bound[m], enough.get(m, 0)))
+                           workers, seed, progress, goal=max(bound[m], enough.get(m, 0)), params=params)
         stats.add(ans.stats)
         bound[m] = max(bound[m], ans.bound)  # each time part's proven bound holds for the memory
         prev = dive_peaks.get(m, 0)
@@ -111,11 +112,7 @@ def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1
             if peak.get(m, 0) > max(bound[m], enough.get(m, 0)) and m not in noted:
                 messages.append(f"memory {m!r}: {deadline.cancelled or 'time limit reached'}; peak {peak[m]}, "
                                 f"proven bound {bound[m]}")
-    info = {"nodes": stats.nodes, "nodes_per_second": round(stats.rate), "compile_seconds": round(compile_seconds, 3),
-            "search_seconds": round(stats.seconds, 3), "runs": stats.runs, "dive_peak": dive_peaks,
-            "winning_orderings": sorted(stats.winners)}
-    if deadline.deterministic:
-        info["deterministic_seconds"] = round(stats.nodes / engine.NODES_PER_SECOND, 3)
+    info = _info(stats, compile_seconds, dive_peaks, deadline, params)
     if infeasible:
         return Result(None, proven_infeasible=True, bound=bound, message="; ".join(dict.fromkeys(messages)), stats=info)
     if not complete:
@@ -124,13 +121,28 @@ def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1
                   message="; ".join(dict.fromkeys(messages)), stats=info)
 
 
+def _info(stats: engine.Stats, compile_seconds: float, dive_peaks: dict[str, int | None], deadline: Deadline,
+          params: SearchParams) -> dict[str, object]:
+    """The plan's ``stats``: the search's work, and the settings that differ from the defaults."""
+    info: dict[str, object] = {
+        "nodes": stats.nodes, "nodes_per_second": round(stats.rate), "compile_seconds": round(compile_seconds, 3),
+        "search_seconds": round(stats.seconds, 3), "runs": stats.runs, "dive_peak": dive_peaks,
+        "winning_orderings": sorted(stats.winners)}
+    if deadline.deterministic:
+        info["deterministic_seconds"] = round(stats.nodes / params.nodes_per_second, 3)
+    changed = params.changed()
+    if changed:
+        info["search_params"] = changed
+    return info
+
+
 def _at_once(problem: Problem, memory: str, units: list[Unit], target: int, deadline: Deadline, seed: int,
-             stats: engine.Stats) -> tuple[dict[str, Placement], int] | None:
+             stats: engine.Stats, params: SearchParams) -> tuple[dict[str, Placement], int] | None:
     """A plan of every time part of ``memory`` at once with a peak <= ``target`` bytes, from the
     whole memory's first descent (``engine.first_descent``), and its peak; None when that one
     descent does not find one (the parts are then searched one by one)."""
-    whole = build(problem, memory, units)
-    offsets, quick = engine.first_descent(whole, whole.scaled_capacity(target), deadline, seed)
+    whole = build(problem, memory, units, params.max_overlap_pairs)
+    offsets, quick = engine.first_descent(whole, whole.scaled_capacity(target), deadline, seed, params)
     stats.add(quick)
     return None if offsets is None else (whole.placements(offsets), whole.top(offsets))
 
