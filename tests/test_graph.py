@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 from graphs import brute_force_graph, least_live_load, random_dag, tiny_graph
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import optplan.formats
 from optplan.cli import main
 from optplan.core.buffer import Memory
 from optplan.core.errors import FormatError, ProblemError
@@ -147,6 +149,9 @@ def test_reuse_lowers_the_given_order(tmp_path: Path, capsys: pytest.CaptureFixt
     doc = json.loads(o)
     assert code == 0 and doc["order"] == ["A", "B"] and doc["reuse"] == {"a": "x", "b": "a"} and doc["peak"] == {"mem": 100}
     assert json.loads((tmp_path / "plan.json").read_text())["reuse"] == {"a": "x", "b": "a"}
+    plan_schema = json.loads((Path(optplan.formats.__file__).parent / "plan.schema.json").read_text())
+    assert {"order", "reuse"} <= set(plan_schema["properties"])  # the graph plan's fields are documented
+    jsonschema.validate(json.loads((tmp_path / "plan.json").read_text()), plan_schema)
     code, o, _ = run(capsys, "validate", str(src), str(tmp_path / "plan.json"))
     assert code == 0 and "VALID" in o
 

@@ -84,3 +84,27 @@ def test_cli_extracts_a_training_step_from_a_factory(tmp_path, capsys):
     assert main(["extract", f"{src}:nothing", "--training", "-o", str(tmp_path / "q.json")]) == 2
     err = capsys.readouterr().err.strip()
     assert "'nothing'" in err and len(err.splitlines()) == 1 and not (tmp_path / "q.json").exists()
+
+
+class Frozen(nn.Module):
+    """A model with a branch the loss never reaches (an auxiliary head left out of this step)."""
+
+    def __init__(self):
+        super().__init__()
+        self.used, self.unused = nn.Linear(32, 32), nn.Linear(32, 32)
+
+    def forward(self, x):
+        return self.used(x).relu().sum()
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_a_parameter_the_loss_never_reaches_has_no_gradient_and_no_update(graph):
+    """The step records (it raised 'appears to not have been used in the graph'), and only the
+    used layer's weight and bias get gradients: the optimizer skips the rest, as torch's loop does."""
+    torch.manual_seed(0)
+    out = optplan.extract_training(Frozen(), (torch.randn(8, 32),), graph=graph)
+    if graph:
+        sizes = [t.size for t in out.tensors]
+    else:
+        sizes = [b.size for b in out.buffers]
+    assert sizes.count(32 * 32 * 4) == 1  # one weight gradient (the used layer's), not two

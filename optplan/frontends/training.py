@@ -113,7 +113,9 @@ def _step_function(model: torch.nn.Module, loss: Callable[[Any], Any] | None,
         out = torch.func.functional_call(model, {**dict(zip(names, params)), **dict(zip(buffer_names, buffers))},
                                          tuple(inputs))
         value = _scalar(out if loss is None else loss(out))
-        grads = torch.autograd.grad(value, params)
+        # a parameter the loss does not reach (a frozen head, an unused branch) has no gradient, and the
+        # optimizer skips it, as in a training loop, rather than the recording failing
+        grads = torch.autograd.grad(value, params, allow_unused=True)
         opt = make_optimizer(params)
         for p, g in zip(params, grads):
             p.grad = g
