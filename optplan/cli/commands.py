@@ -91,7 +91,7 @@ def solve(args: argparse.Namespace) -> int:
         if isinstance(found, Problem) and (args.reorder or not args.reuse):
             raise OptplanError("--reorder and --no-reuse apply to graphs (optplan-graph files)")
         signals.solving = True  # from here a signal stops the planners, and their best plan is kept
-        progress, stop = _progress_printer() if not args.json else (None, lambda: None)
+        progress, stop = _progress_printer(found, args) if not args.json else (None, lambda: None)
         options = dict(deadline=deadline, workers=args.workers, seed=args.seed, objective=args.objective, progress=progress)
         try:
             if isinstance(found, Problem):
@@ -102,6 +102,8 @@ def solve(args: argparse.Namespace) -> int:
                 problem, plan, doc = graphs.solve(args, found, options)
         finally:
             stop()
+        if progress is not None:
+            progress.answer(plan)  # the last line: the answer, on the report's clock
         if args.output and plan.found and doc is None:
             write_plan(problem, plan, args.output)
     report_plan(args, problem, plan, doc)
@@ -111,11 +113,18 @@ def solve(args: argparse.Namespace) -> int:
     return EXIT_OK if plan.found else EXIT_NO_PLAN
 
 
-def _progress_printer():  # type: ignore[no-untyped-def]  # (SolveProgress, its stop)
-    """Best, bound, gap and a ticking elapsed time: a live line on a terminal, plain lines elsewhere."""
-    from optplan.report.progress import SolveProgress
+def _progress_printer(found: Problem | Graph, args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """(SolveProgress, its stop): each memory's peak, the bound and gap in bytes and a ticking elapsed
+    time: a live line on a terminal, plain lines elsewhere. The planner is imported first, so that
+    the display's clock starts with the planner's (``Plan.seconds``, the report's)."""
+    from optplan import registry
+    from optplan.core.objective import Objective
+    from optplan.core.problem import Problem
+    from optplan.report.progress import Reading, SolveProgress
 
-    progress = SolveProgress(console(stderr=True))
+    problem = found if isinstance(found, Problem) else found.base
+    registry.get(args.planner)
+    progress = SolveProgress(console(stderr=True), Reading(problem, Objective.parse(args.objective, problem)))
     return progress, progress.stop
 
 
@@ -157,15 +166,23 @@ def bounds(args: argparse.Namespace) -> int:
         from optplan.cli import graph as graphs
 
         b = graphs.bounds(args, found, b)
+    if b.infeasible:  # no plan, so no peak to bound: the proof alone (as a plan's report says it)
+        from optplan.core.bounds import infeasible_words
+
+        why = infeasible_words(problem, b.infeasible)
+        if args.json:
+            say(json.dumps({"lower_bound": {m: None for m in problem.memory_names},
+                            "step": {m: None for m in problem.memory_names}, "infeasible": why}))
+        else:
+            say(f"INFEASIBLE: {why}")
+        return EXIT_NO_PLAN
     if args.json:
-        say(json.dumps({"lower_bound": b.lower, "step": b.step, "infeasible": b.infeasible}))
-        return EXIT_NO_PLAN if b.infeasible else EXIT_OK
-    rows = [(m.name, num(m.capacity), num(b.lower[m.name]), "-" if b.step[m.name] is None else str(b.step[m.name]))
+        say(json.dumps({"lower_bound": b.lower, "step": b.step, "infeasible": None}))
+        return EXIT_OK
+    rows = [(m.name, num(m.capacity), num(b.lower[m.name]), "-" if b.step[m.name] is None else f"{b.step[m.name]:,}")
             for m in problem.memories]
     _table(("memory", "capacity", "lower bound", "at step"), rows)
-    if b.infeasible:
-        say(f"INFEASIBLE: {b.infeasible}")
-    return EXIT_NO_PLAN if b.infeasible else EXIT_OK
+    return EXIT_OK
 
 
 def _table(columns: tuple[str, ...], rows: Sequence[tuple[str, ...]], no_wrap: bool = True) -> None:
@@ -268,7 +285,7 @@ def import_solution(args: argparse.Namespace) -> int:
     plan = read_solution(problem, args.solution)
     write_plan(problem, plan, args.output)
     if args.json:
-        print_json(plan)
+        print_json(plan, problem)
     else:
         console().print(plan_table(problem, plan, memory_rows(problem, plan)))
         say(f"{plan.message}; plan written to {args.output}")

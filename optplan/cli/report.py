@@ -42,10 +42,10 @@ def plan_table(problem: Problem, plan: Plan, rows: list[MemoryRow]) -> Table:
 def print_plan(problem: Problem, plan: Plan) -> None:
     """The report: the per-memory table and the objective in words, or the proof of infeasibility."""
     from optplan.core.plan import Status
-    from optplan.report.summary import gap_words, infeasible_proof, memory_rows, objective_words
+    from optplan.report.summary import gap_words, memory_rows, objective_words
 
-    if plan.status is Status.INFEASIBLE:
-        say(f"{plan.planner}: INFEASIBLE in {plan.seconds:.2f} s: {infeasible_proof(problem, plan)}")
+    if plan.status is Status.INFEASIBLE:  # the message names the memory (registry.infeasible_words)
+        say(f"{plan.planner}: INFEASIBLE in {plan.seconds:.2f} s: {plan.message or 'proven infeasible'}")
         return
     if not plan.found:
         say(f"{plan.planner}: {plan.status.value} in {plan.seconds:.2f} s: {plan.message or 'no plan found'}")
@@ -58,10 +58,16 @@ def print_plan(problem: Problem, plan: Plan) -> None:
     say(objective_words(problem, plan, rows) + gap)
 
 
-def print_json(plan: Plan) -> None:
+def print_json(plan: Plan, problem: Problem | None = None) -> None:
+    """The plan as one JSON object; without a plan, each memory of ``problem`` has a null peak
+    (and a null bound where no plan can exist), never 0."""
     from optplan.formats.native_json import plan_to_dict
 
-    say(json.dumps(plan_to_dict(plan)))
+    doc = plan_to_dict(plan)
+    if problem is not None:
+        for key, values in (("peak", plan.peak), ("lower_bound", plan.lower_bound)):
+            doc[key] = {m: values.get(m) for m in problem.memory_names}
+    say(json.dumps(doc))
 
 
 def report_plan(args: argparse.Namespace, problem: Problem, plan: Plan, doc: dict | None = None) -> None:
@@ -71,7 +77,7 @@ def report_plan(args: argparse.Namespace, problem: Problem, plan: Plan, doc: dic
         if doc is not None:
             say(json.dumps(doc))
         else:
-            print_json(plan)
+            print_json(plan, problem)
     else:
         print_plan(problem, plan)
         if args.output and plan.found:

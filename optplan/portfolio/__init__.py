@@ -182,7 +182,7 @@ def _auto(problem: Problem, deadline: Deadline, workers: int, seed: int, objecti
         stats["warm_start"] = best.planner
         if progress is not None:
             progress({"best": best.objective_value, "bound": best.objective_bound, "gap": best.gap,
-                      "elapsed": time.perf_counter() - t0})
+                      "elapsed": time.perf_counter() - t0, "peak": best.peak, "lower": best.lower_bound})
     if best is not None and best.status == Status.OPTIMAL:
         return Result(best.placements, proven_optimal=True, bound=best.lower_bound,
                       message=f"{best.planner} reached the lower bound", stats=stats)
