@@ -107,3 +107,18 @@ def test_an_infeasibility_proof_names_the_memories() -> None:
     plan = solve(p, "cpsat")
     assert plan.status.value == "INFEASIBLE" and plan.peak.get("mem") is None and plan.lower_bound.get("mem") is None
     assert "mem" in plan.message, plan.message
+
+
+def test_compare_names_its_reference(shared, capsys) -> None:
+    """compare says what its gaps are measured against: without an exact planner the best plan found,
+    not proven optimal, and why; with --exact, auto's proven optimum."""
+    a = shared / "minimalloc" / "example.12.csv"
+    assert main(["compare", str(a), "--planners", "naive", "--no-exact"]) == 0
+    out = capsys.readouterr().out
+    assert "reference: the best plan found here" in out and "not proven optimal: no exact planner ran" in out, out
+    assert main(["compare", str(a), "--planners", "naive", "--exact", "--time-limit", "30"]) == 0
+    out = capsys.readouterr().out
+    assert "reference: the proven optimum 12 (proven by auto)" in out and "| naive |" not in out, out
+    assert main(["compare", str(a), "--planners", "naive", "--time-limit", "30", "--json"]) == 0  # on by default
+    docs = json.loads(capsys.readouterr().out)
+    assert [d["planner"] for d in docs] == ["auto", "naive"] and docs[0]["reference"] == "the proven optimum 12 (proven by auto)"

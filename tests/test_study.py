@@ -123,7 +123,10 @@ def test_compare_takes_files_and_directories(tiny: Path, capsys: pytest.CaptureF
     assert naive["optimum"] == 12 and naive["gap_to_best"] == pytest.approx(naive["peak"]["mem"] / 12 - 1)
     code = main(["compare", str(tiny), "--planners", "naive,greedy-size"])
     o = capsys.readouterr().out
-    assert code == 0 and "optimum 12 (proven)" in o and "gap to best" in o and "| naive | 2 | 2 |" in o
+    assert code == 0 and "reference: the proven optimum 12" in o and "gap to reference" in o and "| naive |" not in o
+    code = main(["compare", str(tiny), "--planners", "naive,greedy-size", "--format", "markdown"])
+    o = capsys.readouterr().out
+    assert code == 0 and "| naive | 2 | 2 |" in o and "gap to reference" not in o  # the Markdown tables alone
 
 
 def test_search_progress_reports_best(capsys: pytest.CaptureFixture) -> None:

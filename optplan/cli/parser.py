@@ -132,7 +132,12 @@ def _compare(s: argparse.ArgumentParser) -> None:
     s.add_argument("--planners", help="comma-separated planner names (default: all heuristics)")
     s.add_argument("--time-limit", type=_option("time_limit", float, seconds=True), default=None,
                    help="seconds for all planners together, reading included; each takes a share of what is left")
+    s.add_argument("--exact", action=argparse.BooleanOptionalAction, default=None,
+                   help="also run auto after the heuristics, as the exact reference that proves the optimum "
+                        "(default: on when --time-limit gives each instance 2 s or more; off without a limit)")
     s.add_argument("--seed", type=_option("seed", int), default=None)
+    s.add_argument("--format", choices=("table", "markdown"), default="table",
+                   help="table: a table per instance (default); markdown: the study's Markdown tables")
     s.add_argument("--json", action="store_true", help="print a JSON list, one plan object per run")
     s.set_defaults(run=commands.compare)
 

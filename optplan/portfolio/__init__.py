@@ -741,7 +741,8 @@ def _search_members(part: Part, clock: Deadline, settings: Settings, dived: bool
     """The registered exact search engines that take this part (one memory; a large part only
     when its time covers the search's set-up and first dives, and not when the search only dives
     there and has dived on the whole problem already: ``dived``)."""
-    if len(part.memories) != 1 or not jit.usable("search"):  # no compiled kernels: it would run heuristics
+    members = [name for name in SEARCH_MEMBERS if registry.registered(name)]  # (imports the search: its kernel group)
+    if len(part.memories) != 1 or not members or not jit.usable("search"):  # no compiled kernels: it would run heuristics
         return []
     if dived and len(part.units) > SEARCH_MAX_UNITS and _dives_only(
             np.array([u.start for u in part.units], np.int64), np.array([u.end for u in part.units], np.int64)):
@@ -750,7 +751,7 @@ def _search_members(part: Part, clock: Deadline, settings: Settings, dived: bool
     if (len(part.units) > SEARCH_MAX_UNITS and clock.limited
             and clock.left() * share < SEARCH_SECONDS_PER_UNIT * len(part.units)):
         return []
-    return [name for name in SEARCH_MEMBERS if registry.registered(name)]
+    return members
 
 
 def _can_race(workers: int, clock: Deadline) -> bool:
