@@ -8,6 +8,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from optplan.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -122,3 +124,45 @@ def test_compare_names_its_reference(shared, capsys) -> None:
     assert main(["compare", str(a), "--planners", "naive", "--time-limit", "30", "--json"]) == 0  # on by default
     docs = json.loads(capsys.readouterr().out)
     assert [d["planner"] for d in docs] == ["auto", "naive"] and docs[0]["reference"] == "the proven optimum 12 (proven by auto)"
+
+
+def _help(capsys, *command: str) -> str:
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_help_states_the_defaults_as_they_behave(capsys) -> None:
+    text = _help(capsys, "solve")
+    assert "default: fast-first where a memory with a capacity has a slower memory behind it, else min-peak" in text
+    for objective in ("min-peak:", "fast-first:", "weighted:", "feasible:"):
+        assert objective in text
+    assert "NAME[:SIZE][:align=N][:weight=N][:base=N]" in text and "no limit" in text and "Ctrl-C" in text
+    assert "keeps the best plan found" in text
+    text = _help(capsys, "compare")
+    assert "--exact" in text and "--format" in text and ":weight=N" in text
+    assert main(["planners"]) == 0
+    out = capsys.readouterr().out
+    search = next(ln for ln in out.splitlines() if ln.strip().startswith("search "))
+    assert "exact" in search and "decided (else: auto)" in search and "Canonical-solution search" in search
+
+
+def test_the_no_limit_hint_comes_after_its_delay_only(capsys) -> None:
+    import io
+    import time
+
+    from rich.console import Console
+
+    from optplan.report.progress import NO_LIMIT_HINT, Hint
+
+    written = io.StringIO()
+    console = Console(file=written, width=400)
+    Hint(console, 0.01)
+    Hint(console, 5.0).cancel()
+    for _ in range(500):
+        if written.getvalue():
+            break
+        time.sleep(0.01)
+    assert written.getvalue() == NO_LIMIT_HINT + "\n" and "--time-limit" in NO_LIMIT_HINT and "Ctrl-C" in NO_LIMIT_HINT
+    assert main(["solve", str(TWO), *TWO_MEMORIES]) == 0  # ends before its 10 s: no hint
+    assert "--time-limit" not in capsys.readouterr().err

@@ -92,6 +92,7 @@ def solve(args: argparse.Namespace) -> int:
             raise OptplanError("--reorder and --no-reuse apply to graphs (optplan-graph files)")
         signals.solving = True  # from here a signal stops the planners, and their best plan is kept
         progress, stop = _progress_printer(found, args) if not args.json else (None, lambda: None)
+        hint = _no_limit_hint(args)
         options = dict(deadline=deadline, workers=args.workers, seed=args.seed, objective=args.objective, progress=progress)
         try:
             if isinstance(found, Problem):
@@ -101,6 +102,7 @@ def solve(args: argparse.Namespace) -> int:
 
                 problem, plan, doc = graphs.solve(args, found, options)
         finally:
+            hint.cancel()
             stop()
         if progress is not None:
             progress.answer(plan)  # the last line: the answer, on the report's clock
@@ -111,6 +113,16 @@ def solve(args: argparse.Namespace) -> int:
         warn("optplan: interrupted" + (f"; the best plan found is in {args.output}" if args.output and plan.found else ""))
         return signals.exit_code
     return EXIT_OK if plan.found else EXIT_NO_PLAN
+
+
+def _no_limit_hint(args: argparse.Namespace, delay: float | None = None):  # type: ignore[no-untyped-def]
+    """Without ``--time-limit``: a line on stderr after ``delay`` seconds (default ``HINT_SECONDS``)
+    unless the solve ended first; a stand-in to cancel otherwise."""
+    from optplan.report.progress import HINT_SECONDS, Hint
+
+    if args.time_limit is not None:
+        return argparse.Namespace(cancel=lambda: None)
+    return Hint(console(stderr=True), HINT_SECONDS if delay is None else delay)
 
 
 def _progress_printer(found: Problem | Graph, args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -185,14 +197,15 @@ def bounds(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _table(columns: tuple[str, ...], rows: Sequence[tuple[str, ...]], no_wrap: bool = True) -> None:
-    """A table of ``rows`` under ``columns``, the first left-aligned, the others right."""
+def _table(columns: tuple[str, ...], rows: Sequence[tuple[str, ...]], no_wrap: bool = True,
+           left: tuple[str, ...] = ()) -> None:
+    """A table of ``rows`` under ``columns``, the first (and ``left``) left-aligned, the others right."""
     from rich import box
     from rich.table import Table
 
     t = Table(box=box.SIMPLE_HEAD)
     for col in columns:
-        t.add_column(col, justify="left" if col == columns[0] else "right", no_wrap=no_wrap)
+        t.add_column(col, justify="left" if col == columns[0] or col in left else "right", no_wrap=no_wrap)
     for row in rows:
         t.add_row(*row)
     console().print(t)
@@ -293,10 +306,33 @@ def import_solution(args: argparse.Namespace) -> int:
 
 
 def planners(args: argparse.Namespace) -> int:
+    """A row per registered planner from the registry's metadata: what it is, what it handles."""
     from optplan import registry
 
-    say("\n".join(registry.names()))
+    heuristics = set(registry.heuristic_names())
+    rows = []
+    for name in registry.names():
+        fn = registry.get(name)
+        exact = name not in heuristics
+        rows.append((name, "heuristic" if not exact else "portfolio" if name == registry.ROUTE else "exact",
+                     "any" if getattr(fn, "declines", None) is None else f"decided (else: {registry.ROUTE})",
+                     "yes" if getattr(fn, "clocks", False) else "no",
+                     "proves infeasible" if exact else "kept; proves nothing",
+                     _first_sentence(fn.__doc__) + (" Improves until its time limit." if getattr(fn, "anytime", False) else "")))
+    _table(("planner", "kind", "memory choice", "vector clocks", "capacities", "what it does"), rows, no_wrap=False,
+           left=("what it does",))
     return EXIT_OK
+
+
+def _first_sentence(doc: str | None) -> str:
+    """A docstring's first sentence on one line, without its asides (parentheses, stats) and
+    reStructuredText's literal quotes."""
+    import re
+
+    text = " ".join((doc or "").split("\n\n")[0].split()).replace("``", "")
+    text = re.sub(r"\s*\([^()]*\)", "", text)
+    text = text[:text.find(". ") + 1] if ". " in text else text
+    return re.sub(r"[;,] stats:? [^.;]*", "", text).rstrip(".") + "."
 
 
 def warmup(args: argparse.Namespace) -> int:
