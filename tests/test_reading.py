@@ -148,21 +148,35 @@ def test_help_states_the_defaults_as_they_behave(capsys) -> None:
 
 
 def test_the_no_limit_hint_comes_after_its_delay_only(capsys) -> None:
-    import io
     import time
 
-    from rich.console import Console
+    from optplan.report.hint import NO_LIMIT_HINT, Hint
 
-    from optplan.report.progress import NO_LIMIT_HINT, Hint
-
-    written = io.StringIO()
-    console = Console(file=written, width=400)
-    Hint(console, 0.01)
-    Hint(console, 5.0).cancel()
+    said: list[str] = []
+    Hint(said.append, 0.01)
+    Hint(said.append, 5.0).cancel()
     for _ in range(500):
-        if written.getvalue():
+        if said:
             break
         time.sleep(0.01)
-    assert written.getvalue() == NO_LIMIT_HINT + "\n" and "--time-limit" in NO_LIMIT_HINT and "Ctrl-C" in NO_LIMIT_HINT
+    assert said == [NO_LIMIT_HINT] and "--time-limit" in NO_LIMIT_HINT and "Ctrl-C" in NO_LIMIT_HINT
     assert main(["solve", str(TWO), *TWO_MEMORIES]) == 0  # ends before its 10 s: no hint
     assert "--time-limit" not in capsys.readouterr().err
+
+
+def test_layout_reads_at_any_size(tmp_path) -> None:
+    """The title names the instance; a buffer shorter or thinner than a pixel is drawn a pixel; a
+    peak at its bound is one line, named for both, with its legend outside the data."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from optplan.report.layout import PlanHeader, _at_least_a_pixel, _levels, _title
+
+    assert _title(PlanHeader("auto", "OPTIMAL", {"mem": 1 << 20}, {"mem": 1 << 20}, 0.0), "A.csv").startswith("A.csv: auto: OPTIMAL")
+    assert _at_least_a_pixel([[(10, 0), (11, 0), (11, 1), (10, 1)]], (37.5, 4096.0)) == [[(10, 0), (47.5, 0), (47.5, 4096.0), (10, 4096.0)]]
+    fig, ax = plt.subplots()
+    _levels(ax, 4096, 4096, 8192)
+    assert [ln.get_label() for ln in ax.get_lines()] == ["peak = lower bound 4.00 KiB", "capacity 8.00 KiB"]
+    plt.close(fig)

@@ -92,7 +92,7 @@ def solve(args: argparse.Namespace) -> int:
             raise OptplanError("--reorder and --no-reuse apply to graphs (optplan-graph files)")
         signals.solving = True  # from here a signal stops the planners, and their best plan is kept
         progress, stop = _progress_printer(found, args) if not args.json else (None, lambda: None)
-        hint = _no_limit_hint(args)
+        hint = _no_limit_hint(args, progress)
         options = dict(deadline=deadline, workers=args.workers, seed=args.seed, objective=args.objective, progress=progress)
         try:
             if isinstance(found, Problem):
@@ -115,14 +115,15 @@ def solve(args: argparse.Namespace) -> int:
     return EXIT_OK if plan.found else EXIT_NO_PLAN
 
 
-def _no_limit_hint(args: argparse.Namespace, delay: float | None = None):  # type: ignore[no-untyped-def]
-    """Without ``--time-limit``: a line on stderr after ``delay`` seconds (default ``HINT_SECONDS``)
-    unless the solve ended first; a stand-in to cancel otherwise."""
-    from optplan.report.progress import HINT_SECONDS, Hint
+def _no_limit_hint(args: argparse.Namespace, progress, delay: float | None = None):  # type: ignore[no-untyped-def]
+    """Without ``--time-limit``: a line on stderr (above the live display, if any) after ``delay``
+    seconds (default ``HINT_SECONDS``) unless the solve ended first; a stand-in to cancel otherwise."""
+    from optplan.report.hint import HINT_SECONDS, Hint
 
     if args.time_limit is not None:
         return argparse.Namespace(cancel=lambda: None)
-    return Hint(console(stderr=True), HINT_SECONDS if delay is None else delay)
+    say = warn if progress is None else lambda text: progress.console.print(text, markup=False, highlight=False)
+    return Hint(say, HINT_SECONDS if delay is None else delay)
 
 
 def _progress_printer(found: Problem | Graph, args: argparse.Namespace):  # type: ignore[no-untyped-def]

@@ -195,24 +195,6 @@ class SolveProgress:
             self.console.print(self.reading.answer(plan), markup=False, highlight=False)
 
 
-HINT_SECONDS = 10.0  # without a time limit, the hint comes after this long (the CLI's; tests pass their own)
-NO_LIMIT_HINT = ("optplan: no --time-limit: the planner runs until its plan is proven optimal, which may take "
-                 "hours; Ctrl-C stops it and keeps the best plan found")
-
-
-class Hint:
-    """One line on ``console`` after ``delay`` seconds unless cancelled first (a run without a time
-    limit that has not ended by then may not end soon: say how to stop it without losing the plan)."""
-
-    def __init__(self, console: Console, delay: float, text: str = NO_LIMIT_HINT) -> None:
-        self.timer = threading.Timer(delay, lambda: console.print(text, markup=False, highlight=False))
-        self.timer.daemon = True
-        self.timer.start()
-
-    def cancel(self) -> None:
-        self.timer.cancel()
-
-
 class _BarsAndLine(Progress):
     """Bars, then one line of text under them (the latest best known), so that narrow terminals
     truncate the text rather than the bars."""

@@ -180,7 +180,7 @@ def plot_command(args: argparse.Namespace, out: Console) -> int:
         out.print(f"INVALID: {violations[0]} ({len(violations)} violation(s)); run `optplan validate` for all", markup=False)
         return EXIT_NO_PLAN
     draw_layout(problem, placements, PlanHeader.from_fields(fields), args.output,
-                args.width, args.dpi)
+                args.width, args.dpi, name=Path(args.problem).name)
     out.print(f"layout written to {args.output}", markup=False)
     return EXIT_OK
 
