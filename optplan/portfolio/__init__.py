@@ -36,7 +36,7 @@ from optplan.core.lifecycle import Member, fork_member
 from optplan.core.objective import Goal, Objective
 from optplan.core.plan import Placement, Plan, Status, peaks
 from optplan.core.problem import Problem, objective_weights
-from optplan.core.sizes import sizes_text
+from optplan.core.sizes import exact_size, sizes_text
 from optplan.heuristics.run import run_heuristics
 from optplan.parts import Choice, Part, Reduction, columns_only, merge, reduce, settle
 from optplan.portfolio.quick import quick_look
@@ -213,11 +213,11 @@ def _auto(problem: Problem, deadline: Deadline, workers: int, seed: int, objecti
                   and (merged.bound or {}).get(m.name, 0) > m.capacity]
         if proven:
             return Result(None, proven_infeasible=True, stats=merged.stats,
-                          message=f"memory {proven[0]!r}: every plan needs {merged.bound[proven[0]]} bytes, "
-                                  f"capacity {problem.memory(proven[0]).capacity}")
+                          message=f"memory {proven[0]!r}: every plan needs {exact_size(merged.bound[proven[0]])}, "
+                                  f"its capacity is {exact_size(problem.memory(proven[0]).capacity or 0)}")
         where = over[0] if over else problem.memory_names[0]
         return Result(None, stats=merged.stats, message=f"no plan within the capacity of {where!r} found in time"
-                      + (f" (best found needs {peak[where]} bytes)" if over else ""))
+                      + (f" (best found needs {exact_size(peak[where])})" if over else ""))
     if not _parts_affordable(problem, work):
         stats["parts_not_run"] = (f"splitting {problem.unit_count:,} units into parts takes about "
                                   f"{_reduce_seconds(problem):.0f} s, {work.left():.1f} s left")
