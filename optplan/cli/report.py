@@ -35,7 +35,7 @@ def plan_table(problem: Problem, plan: Plan, rows: list[MemoryRow]) -> Table:
         t.add_column(col, justify="left" if col == "memory" else "right", no_wrap=True)
     for r in rows:
         t.add_row(r.name, num(r.capacity), num(r.peak), num(r.bound), percent(r.gap),
-                  "-" if r.step is None else str(r.step), str(r.buffers), *((num(r.bytes), num(r.benefit)) if two else ()))
+                  "-" if r.step is None else f"{r.step:,}", f"{r.buffers:,}", *((num(r.bytes), num(r.benefit)) if two else ()))
     return t
 
 
@@ -63,11 +63,16 @@ def print_json(plan: Plan, problem: Problem | None = None) -> None:
     (and a null bound where no plan can exist), never 0."""
     from optplan.formats.native_json import plan_to_dict
 
-    doc = plan_to_dict(plan)
+    say(json.dumps(with_nulls(plan_to_dict(plan), plan, problem)))
+
+
+def with_nulls(doc: dict, plan: Plan, problem: Problem | None) -> dict:
+    """``doc`` (a plan object) with a null peak for every memory of ``problem`` that has none (no
+    plan), and a null bound where no plan can exist: never 0, never a missing memory."""
     if problem is not None:
         for key, values in (("peak", plan.peak), ("lower_bound", plan.lower_bound)):
             doc[key] = {m: values.get(m) for m in problem.memory_names}
-    say(json.dumps(doc))
+    return doc
 
 
 def report_plan(args: argparse.Namespace, problem: Problem, plan: Plan, doc: dict | None = None) -> None:
@@ -75,7 +80,7 @@ def report_plan(args: argparse.Namespace, problem: Problem, plan: Plan, doc: dic
     order) or the report, and where it was written."""
     if args.json:
         if doc is not None:
-            say(json.dumps(doc))
+            say(json.dumps(with_nulls(doc, plan, problem)))
         else:
             print_json(plan, problem)
     else:
