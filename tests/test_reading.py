@@ -180,3 +180,20 @@ def test_layout_reads_at_any_size(tmp_path) -> None:
     _levels(ax, 4096, 4096, 8192)
     assert [ln.get_label() for ln in ax.get_lines()] == ["peak = lower bound 4.00 KiB", "capacity 8.00 KiB"]
     plt.close(fig)
+
+
+def test_study_progress_of_two_memories_is_in_bytes() -> None:
+    import io
+
+    from rich.console import Console
+
+    from optplan.report.progress import StudyProgress
+
+    written = io.StringIO()
+    progress = StudyProgress(Console(file=written, width=300), runs=1, instances=1)
+    row = {"instance": "two", "planner": "auto", "status": "OPTIMAL", "peak": 99858138368974260883395115328,
+           "lower_bound": 99858138368974260883395115328, "peaks": "sram:4096 dram:101024", "gap_of": "", "gap_to_bound": 0.0}
+    progress.finished(row, instance_done=True, improved=True)
+    progress.stop()
+    text = written.getvalue()
+    assert "best sram 4.00 KiB, dram 98.66 KiB by auto (OPTIMAL), gap 0.00%" in text and not PACKED.search(text), text

@@ -75,7 +75,7 @@ def test_dask_local_cluster_gives_the_local_csv(tiny: Path, local_dir: Path, tmp
     code = main(["study", str(tiny), "-o", str(tmp_path), "--planners", ",".join(PLANNERS), "--time-limit", str(LIMIT),
                  "--executor", "dask", "--jobs", "2"])
     _, err = capsys.readouterr()
-    assert code == 0 and "summary.json: not an optplan problem" in err and "best 12 by" in err  # plain progress lines
+    assert code == 0 and "summary.json: not an optplan problem" in err and "best 12 B by" in err  # plain progress lines
     strip = [[{k: r[k] for k in SAME} for r in table(d / "runs.csv")] for d in (local_dir, tmp_path)]
     assert strip[0] == strip[1]
 

@@ -24,10 +24,6 @@ from optplan.report.summary import gap_words
 QUIET = 10.0  # seconds between plain lines when nothing improves
 
 
-def _num(n: object) -> str:
-    return "-" if n is None else f"{n:,}" if isinstance(n, int) else str(n)
-
-
 def _gap(g: object) -> str:
     return "n/a" if not isinstance(g, (int, float)) else "<0.01%" if 0 < g < 5e-5 else f"{100 * g:.2f}%"
 
@@ -206,6 +202,20 @@ class _BarsAndLine(Progress):
         yield Text(self.line, overflow="ellipsis", no_wrap=True)
 
 
+def _best_words(row: dict) -> str:
+    """A run's plan in bytes: its peak and bound (one memory: the objective is the peak), or each
+    memory's peak (several: the objective's value is a lexicographic number, no byte count)."""
+    peaks = str(row.get("peaks") or "").split()
+    who = f"by {row['planner']} ({row['status']})"
+    if len(peaks) > 1:
+        per = ", ".join(f"{m} {size_text(int(v))}" for m, v in (p.rsplit(":", 1) for p in peaks))
+        return f"best {per} {who}"
+    def text(v: object) -> str:
+        return size_text(int(str(v))) if v not in ("", None) else "-"
+
+    return f"best {text(row.get('peak'))} {who}, bound {text(row.get('lower_bound'))}"
+
+
 class StudyProgress:
     """Instances and runs done out of the total, and the latest best known with its bound."""
 
@@ -233,9 +243,8 @@ class StudyProgress:
         self.done_runs += 1
         self.done_instances += instance_done
         if improved:
-            self.latest = (f"{row['instance']}: best {_num(row.get('peak'))} by {row['planner']} ({row['status']}), "
-                           f"bound {_num(row.get('lower_bound'))}, "
-                           f"{str(row['gap_of']) + ' ' if row.get('gap_of') else ''}gap {_gap(row.get('gap_to_bound'))}")
+            self.latest = f"{row['instance']}: {_best_words(row)}, {str(row['gap_of']) + ' ' if row.get('gap_of') else ''}" \
+                          f"gap {_gap(row.get('gap_to_bound'))}"
         if isinstance(self.bar, _BarsAndLine):
             self.bar.line = f"best known: {self.latest}"
             self.bar.update(self.t_inst, completed=self.done_instances)
