@@ -152,7 +152,7 @@ def auto(problem: Problem, deadline: Deadline, workers: int | None = None, seed:
     quick = quick_look(problem, deadline, seed, objective, progress)
     if quick is not None:
         return quick
-    race = _SearchRace.start(problem, deadline, objective, seed, workers)
+    race = _SearchRace.start(problem, deadline, objective, seed, workers, progress)
     if race is None:
         return _auto(problem, deadline, workers, seed, objective, progress)
     return race.settle(race.beside(lambda: _auto(problem, race.rest, workers, seed, objective, progress)))
@@ -355,7 +355,7 @@ class _SearchRace:
 
     @classmethod
     def start(cls, problem: Problem, deadline: Deadline, objective: Objective, seed: int,
-              workers: int) -> _SearchRace | None:
+              workers: int, progress: Callable[[dict], None] | None = None) -> _SearchRace | None:
         name = SEARCH_MEMBERS[0] if SEARCH_MEMBERS else ""
         floor = objective.optimizes and len(problem.memories) == 1 and deadline.limited and FLOOR_RACE_SHARE > 0
         if ((objective.optimizes and not floor) or problem.concurrent or problem.unit_count > SEARCH_MAX_UNITS
@@ -368,7 +368,10 @@ class _SearchRace:
         mine = max(1, workers // 2)
         searching = deadline.part(FLOOR_RACE_SHARE * deadline.left() if floor else None)
         if floor:
-            member = fork_member(lambda d: _minimize_search(problem, name, d, seed, mine, objective), searching, grace=1.0)
+            relay = _relay(problem, objective) if progress is not None else None  # its plans, as it finds them
+            extra = () if relay is None else (relay,)
+            member = fork_member(lambda d: _minimize_search(problem, name, d, seed, mine, objective, *extra), searching,
+                                 grace=1.0, partial=progress)
         else:
             member = fork_member(lambda d: registry.solve(problem, name, deadline=d, seed=seed, objective=objective,
                                                           workers=mine), searching, grace=1.0)
@@ -455,14 +458,30 @@ class _SearchRace:
 
 
 def _minimize_search(problem: Problem, name: str, deadline: Deadline, seed: int, workers: int,
-                     objective: Objective) -> Plan:
+                     objective: Objective, progress: Callable[[dict], None] | None = None) -> Plan:
     """Search planner ``name`` minimizing a one-memory ``problem``, in a forked process (the race):
     its time slices alternate between the proven bound and a plan below its best, the bound's slice
     ``RACE_FLOOR_SHARE`` times the other's, first. A plan at the bound is optimal (most instances
     with a known optimum have it at the load bound); where the optimum lies above (minimalloc/D)
     the plan keeps coming down on this process's core."""
     return registry.solve(problem, name, deadline=deadline, seed=seed, objective=objective, workers=workers,
-                          params=replace(search_params(), floor_share=RACE_FLOOR_SHARE))
+                          params=replace(search_params(), floor_share=RACE_FLOOR_SHARE), progress=progress)
+
+
+def _relay(problem: Problem, objective: Objective) -> Callable[[dict], None]:
+    """In the race's member: the search's progress (the one memory's peak and bound in bytes) as
+    ``auto`` reports it (the objective's value and bound, and the bytes), sent to the parent's
+    display as the search finds it (``lifecycle.report``), not when the race ends."""
+    from optplan.core.lifecycle import report
+
+    m = problem.memory_names[0]
+    weight = objective.weights(problem)[m]
+
+    def send(info: dict) -> None:
+        best, bound = info.get("best"), info.get("bound")
+        report({**info, "best": None if best is None else weight * best, "bound": None if bound is None else weight * bound,
+                "peak": None if best is None else {m: best}, "lower": None if bound is None else {m: bound}})
+    return send
 
 
 def _lower_priority(nice: int) -> None:
