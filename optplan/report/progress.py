@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from optplan.core.objective import BENEFIT, Objective
+from optplan.core.objective import BENEFIT, Goal, Objective
 from optplan.core.plan import Plan
 from optplan.core.problem import Problem
 from optplan.core.sizes import size_text, sizes_text
@@ -97,6 +97,10 @@ class Reading:
             gap = None if v <= 0 else max(b / v - 1.0, 0.0)
             return f"benefit kept {size_text(v)}, at most {size_text(b)}, gap {_gap(gap)}"
         gap = 0.0 if v <= b else None if b <= 0 else v / b - 1.0
+        weighed = [m for m in self.problem.memory_names if self.weights[m] > 0]
+        if self.objective.goal is Goal.WEIGHTED and len(weighed) > 1:  # a sum: no one memory's bytes
+            lowers = {m: v for m, v in (info.get("lower") or {}).items() if m in weighed}
+            return (f"bound {sizes_text(lowers)}, " if lowers else "") + f"weighted sum gap {_gap(gap)}"
         lower = (info.get("lower") or {}).get(self.lead) if self.lead is not None else None
         bound_bytes = lower if isinstance(lower, int) else None if self.lead is None else b // self.weights[self.lead]
         if self.lead is None or bound_bytes is None:
