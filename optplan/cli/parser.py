@@ -122,8 +122,8 @@ def _info(s: argparse.ArgumentParser) -> None:
 
 
 def _convert(s: argparse.ArgumentParser) -> None:
-    s.add_argument("input")
-    s.add_argument("output")
+    s.add_argument("input", help="problem file: .csv (MiniMalloc) or .json (optplan)")
+    s.add_argument("output", help="problem file to write: .json, or .csv (MiniMalloc: one memory, no relative placements)")
     _memory_arg(s)
     s.set_defaults(run=commands.convert, output_kind="problem")
 
@@ -232,7 +232,10 @@ def parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     their line of help): ``optplan --help`` then builds no command's arguments, whose choices import
     the objectives (and numpy). A word that names no command: every command's, as without ``argv``."""
     named = next((a for a in argv if not a.startswith("-")), "") if argv is not None else None  # (no top-level option takes a value)
-    p = _Parser(prog="optplan", description="Optimal static memory plans for machine-learning models.")
+    p = _Parser(prog="optplan", description="Optimal static memory plans for machine-learning models.",
+                epilog="solve has no default time limit: it runs until its plan is proven optimal; Ctrl-C stops "
+                       "it and keeps the best plan found (written to -o if given). `optplan COMMAND --help` for "
+                       "a command's options and their defaults.")
     p.add_argument("--version", action="version", version=f"optplan {optplan.__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, (line, add_arguments) in COMMANDS.items():
