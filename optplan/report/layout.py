@@ -6,7 +6,7 @@ so that the drawing holds every byte the live-bytes curve counts (idealloc/S_1: 
 steps, most shorter than a pixel at 1,600 pixels); behind so many, the live bytes as a grey band
 from 0, the total the scattered buffers add up to. Over them: the live-bytes curve, the lower bound,
 the capacity, and the step of the peak; a peak at its bound is one line, named so. The legend sits
-below the panel, outside the data. The title names the instance and what the plan file says
+below the panel's step axis, outside the data. The title names the instance and what the plan file says
 (planner, status, peak, gap), never re-derived. SVG and HTML carry each buffer's id, size,
 lifetime and offset as a hover title.
 """
@@ -30,6 +30,7 @@ from optplan.formats.output import atomic_output, check_output
 from optplan.report.units import human_bytes, unit_for
 
 EDGE_LIMIT = 2000  # outlines beyond this many rectangles only darken the picture
+LEGEND_DROP = 38  # points from a panel's bottom to its legend: below the tick labels and the axis label
 PLOT_SHARE = 0.6  # at most this share of the picture's width (and of a panel's height) is the data's
 
 
@@ -123,6 +124,7 @@ def _panel(ax: Any, problem: Problem, placements: Mapping[str, Placement], memor
     from matplotlib.collections import PolyCollection
     from matplotlib.colors import LogNorm, Normalize
     from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator
+    from matplotlib.transforms import offset_copy
 
     polys, sizes, tips = _hover(problem, placements, memory)
     mem = problem.memory(memory)
@@ -173,7 +175,9 @@ def _panel(ax: Any, problem: Problem, placements: Mapping[str, Placement], memor
     ax.set_xlabel("step")
     ax.set_ylabel(f"{memory} address ({unit})")
     ax.set_title(f"{memory}: {len({t for t in tips}):,} buffers", fontsize=10, loc="left")
-    ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.14), ncol=6, fontsize=9, frameon=False)  # below the axis, outside the data
+    below = offset_copy(ax.transAxes, fig=ax.figure, y=-LEGEND_DROP, units="points")  # under the step axis's label
+    ax.legend(loc="upper left", bbox_to_anchor=(0.0, 0.0), bbox_transform=below, ncol=6, fontsize=9, frameon=False,
+              borderaxespad=0.0, handlelength=1.5, columnspacing=1.2)
     return tips
 
 
