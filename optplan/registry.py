@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from os import PathLike
 
 from optplan.core import jit
-from optplan.core.bounds import lower_bounds
+from optplan.core.bounds import infeasible_words, lower_bounds, reported_bounds
 from optplan.core.deadline import Deadline, current, running
 from optplan.core.errors import OptplanError, PlannerBug
 from optplan.core.objective import Objective
@@ -229,10 +229,11 @@ def finish(problem: Problem, result: Result, name: str, seconds: float, objectiv
     weighted = max(sum(weights[m] * lower[m] for m in lower), int(result.objective_bound or 0))
     lost = max(objective.lost_floor(problem), int(result.lost_bound or 0))
     objective_bound = objective.combine(problem, weighted, lost)
-    if result.placements is None:
+    if result.placements is None:  # no peak; infeasible: no bound either (no plan has one)
         status = Status.INFEASIBLE if result.proven_infeasible else Status.UNKNOWN
-        return Plan({}, status, name, {m: 0 for m in lower}, lower, seconds, objective, None,
-                    objective_bound, result.message, dict(result.stats))
+        message = infeasible_words(problem, result.message) if result.proven_infeasible else result.message
+        return Plan({}, status, name, {}, {} if result.proven_infeasible else lower, seconds, objective, None,
+                    None if result.proven_infeasible else objective_bound, message, dict(result.stats))
     violations = validate(problem, result.placements)
     if violations:
         raise PlannerBug(f"planner {name!r} produced an invalid plan: {violations[0]} ({len(violations)} violations)")
@@ -245,7 +246,8 @@ def finish(problem: Problem, result: Result, name: str, seconds: float, objectiv
         objective_bound = value
     status = Status.OPTIMAL if optimal else Status.FEASIBLE
     placements = result.placements if isinstance(result.placements, Layout) else dict(result.placements)  # (read-only)
-    return Plan(placements, status, name, peak, lower, seconds, objective, value,
+    reported = reported_bounds(problem, result.placements, peak, lower, weights, optimal and objective.optimizes)
+    return Plan(placements, status, name, dict(peak), dict(reported), seconds, objective, value,
                 objective_bound, result.message, dict(result.stats),
                 objective.components(problem, value, objective_bound))
 

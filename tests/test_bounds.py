@@ -37,7 +37,7 @@ def test_hierarchy_spill_bound() -> None:
 def test_infeasible_names_memory_and_step() -> None:
     mems = (Memory("sram", capacity=64), Memory("l2", capacity=32))
     p = Problem((Buffer("a", 50, 0, 2), Buffer("b", 50, 1, 3)), mems)
-    assert lower_bounds(p).infeasible == "memory 'sram' + 'l2': at step 1, 100 bytes must be live but the capacity is 96"
+    assert lower_bounds(p).infeasible == "memory 'sram' + 'l2': at step 1, 100 bytes must be live but the capacity is 96 bytes"
     plan = solve(p, "greedy-size")
     assert plan.status.value == "INFEASIBLE" and plan.message.startswith("memory 'sram' + 'l2'")
 

@@ -112,8 +112,9 @@ def test_the_bound_the_race_proved_reaches_the_rests_plan(monkeypatch) -> None:
     def refute_only(problem, name, deadline, seed, workers, objective):
         capped = Problem(problem.buffers, (Memory("mem", capacity=7 * 1024),))
         plan = solve(capped, name, deadline=deadline, seed=seed, objective="feasible", workers=workers)
-        assert plan.status == Status.INFEASIBLE
-        return replace(plan, placements={}, status=Status.UNKNOWN)
+        assert plan.status == Status.INFEASIBLE and plan.lower_bound == {}  # (issue 31: no bound where no plan exists)
+        # the race's answer without a plan: the bound its refutation of 7 KiB proves (sizes in KiB)
+        return replace(plan, placements={}, status=Status.UNKNOWN, lower_bound={"mem": 8 * 1024})
 
     monkeypatch.setattr(portfolio, "_minimize_search", refute_only)
     race = portfolio._SearchRace.start(p, Deadline(30), Objective.parse("min-peak"), 0, 2)

@@ -169,7 +169,7 @@ def test_cli_two_memories_report_tells_the_truth(csv_problem, capsys) -> None:
 def test_cli_infeasible_shows_its_proof(csv_problem, capsys) -> None:
     rc = main(["solve", str(csv_problem), "--memory", "sram:1KiB", "--memory", "dram:50KiB"])
     text = capsys.readouterr().out
-    assert rc == 1 and "INFEASIBLE" in text and "'g' needs 100000 bytes" in text and "'sram'" in text
+    assert rc == 1 and "INFEASIBLE" in text and "'g' needs 100,000 bytes" in text and "'sram'" in text
     assert "peak" not in text  # no table of zeros
 
 

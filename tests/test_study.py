@@ -75,7 +75,7 @@ def test_dask_local_cluster_gives_the_local_csv(tiny: Path, local_dir: Path, tmp
     code = main(["study", str(tiny), "-o", str(tmp_path), "--planners", ",".join(PLANNERS), "--time-limit", str(LIMIT),
                  "--executor", "dask", "--jobs", "2"])
     _, err = capsys.readouterr()
-    assert code == 0 and "summary.json: not an optplan problem" in err and "best 12 by" in err  # plain progress lines
+    assert code == 0 and "summary.json: not an optplan problem" in err and "best 12 B by" in err  # plain progress lines
     strip = [[{k: r[k] for k in SAME} for r in table(d / "runs.csv")] for d in (local_dir, tmp_path)]
     assert strip[0] == strip[1]
 
@@ -123,7 +123,10 @@ def test_compare_takes_files_and_directories(tiny: Path, capsys: pytest.CaptureF
     assert naive["optimum"] == 12 and naive["gap_to_best"] == pytest.approx(naive["peak"]["mem"] / 12 - 1)
     code = main(["compare", str(tiny), "--planners", "naive,greedy-size"])
     o = capsys.readouterr().out
-    assert code == 0 and "optimum 12 (proven)" in o and "gap to best" in o and "| naive | 2 | 2 |" in o
+    assert code == 0 and "reference: the proven optimum 12" in o and "gap to reference" in o and "| naive |" not in o
+    code = main(["compare", str(tiny), "--planners", "naive,greedy-size", "--format", "markdown"])
+    o = capsys.readouterr().out
+    assert code == 0 and "| naive | 2 | 2 |" in o and "gap to reference" not in o  # the Markdown tables alone
 
 
 def test_search_progress_reports_best(capsys: pytest.CaptureFixture) -> None:

@@ -91,7 +91,8 @@ def solve(args: argparse.Namespace) -> int:
         if isinstance(found, Problem) and (args.reorder or not args.reuse):
             raise OptplanError("--reorder and --no-reuse apply to graphs (optplan-graph files)")
         signals.solving = True  # from here a signal stops the planners, and their best plan is kept
-        progress, stop = _progress_printer() if not args.json else (None, lambda: None)
+        progress, stop = _progress_printer(found, args) if not args.json else (None, lambda: None)
+        hint = _no_limit_hint(args, progress)
         options = dict(deadline=deadline, workers=args.workers, seed=args.seed, objective=args.objective, progress=progress)
         try:
             if isinstance(found, Problem):
@@ -101,7 +102,10 @@ def solve(args: argparse.Namespace) -> int:
 
                 problem, plan, doc = graphs.solve(args, found, options)
         finally:
+            hint.cancel()
             stop()
+        if progress is not None:
+            progress.answer(plan)  # the last line: the answer, on the report's clock
         if args.output and plan.found and doc is None:
             write_plan(problem, plan, args.output)
     report_plan(args, problem, plan, doc)
@@ -111,11 +115,29 @@ def solve(args: argparse.Namespace) -> int:
     return EXIT_OK if plan.found else EXIT_NO_PLAN
 
 
-def _progress_printer():  # type: ignore[no-untyped-def]  # (SolveProgress, its stop)
-    """Best, bound, gap and a ticking elapsed time: a live line on a terminal, plain lines elsewhere."""
-    from optplan.report.progress import SolveProgress
+def _no_limit_hint(args: argparse.Namespace, progress, delay: float | None = None):  # type: ignore[no-untyped-def]
+    """Without ``--time-limit``: a line on stderr (above the live display, if any) after ``delay``
+    seconds (default ``HINT_SECONDS``) unless the solve ended first; a stand-in to cancel otherwise."""
+    from optplan.report.hint import HINT_SECONDS, Hint
 
-    progress = SolveProgress(console(stderr=True))
+    if args.time_limit is not None:
+        return argparse.Namespace(cancel=lambda: None)
+    say = warn if progress is None else lambda text: progress.console.print(text, markup=False, highlight=False)
+    return Hint(say, HINT_SECONDS if delay is None else delay)
+
+
+def _progress_printer(found: Problem | Graph, args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """(SolveProgress, its stop): each memory's peak, the bound and gap in bytes and a ticking elapsed
+    time: a live line on a terminal, plain lines elsewhere. The planner is imported first, so that
+    the display's clock starts with the planner's (``Plan.seconds``, the report's)."""
+    from optplan import registry
+    from optplan.core.objective import Objective
+    from optplan.core.problem import Problem
+    from optplan.report.progress import Reading, SolveProgress
+
+    problem = found if isinstance(found, Problem) else found.base
+    registry.get(args.planner)
+    progress = SolveProgress(console(stderr=True), Reading(problem, Objective.parse(args.objective, problem)))
     return progress, progress.stop
 
 
@@ -157,25 +179,34 @@ def bounds(args: argparse.Namespace) -> int:
         from optplan.cli import graph as graphs
 
         b = graphs.bounds(args, found, b)
+    if b.infeasible:  # no plan, so no peak to bound: the proof alone (as a plan's report says it)
+        from optplan.core.bounds import infeasible_words
+
+        why = infeasible_words(problem, b.infeasible)
+        if args.json:
+            say(json.dumps({"lower_bound": {m: None for m in problem.memory_names},
+                            "step": {m: None for m in problem.memory_names}, "infeasible": why}))
+        else:
+            say(f"INFEASIBLE: {why}")
+        return EXIT_NO_PLAN
     if args.json:
-        say(json.dumps({"lower_bound": b.lower, "step": b.step, "infeasible": b.infeasible}))
-        return EXIT_NO_PLAN if b.infeasible else EXIT_OK
-    rows = [(m.name, num(m.capacity), num(b.lower[m.name]), "-" if b.step[m.name] is None else str(b.step[m.name]))
+        say(json.dumps({"lower_bound": b.lower, "step": b.step, "infeasible": None}))
+        return EXIT_OK
+    rows = [(m.name, num(m.capacity), num(b.lower[m.name]), "-" if b.step[m.name] is None else f"{b.step[m.name]:,}")
             for m in problem.memories]
     _table(("memory", "capacity", "lower bound", "at step"), rows)
-    if b.infeasible:
-        say(f"INFEASIBLE: {b.infeasible}")
-    return EXIT_NO_PLAN if b.infeasible else EXIT_OK
+    return EXIT_OK
 
 
-def _table(columns: tuple[str, ...], rows: Sequence[tuple[str, ...]], no_wrap: bool = True) -> None:
-    """A table of ``rows`` under ``columns``, the first left-aligned, the others right."""
+def _table(columns: tuple[str, ...], rows: Sequence[tuple[str, ...]], no_wrap: bool = True,
+           left: tuple[str, ...] = ()) -> None:
+    """A table of ``rows`` under ``columns``, the first (and ``left``) left-aligned, the others right."""
     from rich import box
     from rich.table import Table
 
     t = Table(box=box.SIMPLE_HEAD)
     for col in columns:
-        t.add_column(col, justify="left" if col == columns[0] else "right", no_wrap=no_wrap)
+        t.add_column(col, justify="left" if col == columns[0] or col in left else "right", no_wrap=no_wrap)
     for row in rows:
         t.add_row(*row)
     console().print(t)
@@ -268,7 +299,7 @@ def import_solution(args: argparse.Namespace) -> int:
     plan = read_solution(problem, args.solution)
     write_plan(problem, plan, args.output)
     if args.json:
-        print_json(plan)
+        print_json(plan, problem)
     else:
         console().print(plan_table(problem, plan, memory_rows(problem, plan)))
         say(f"{plan.message}; plan written to {args.output}")
@@ -276,10 +307,33 @@ def import_solution(args: argparse.Namespace) -> int:
 
 
 def planners(args: argparse.Namespace) -> int:
+    """A row per registered planner from the registry's metadata: what it is, what it handles."""
     from optplan import registry
 
-    say("\n".join(registry.names()))
+    heuristics = set(registry.heuristic_names())
+    rows = []
+    for name in registry.names():
+        fn = registry.get(name)
+        exact = name not in heuristics
+        rows.append((name, "heuristic" if not exact else "portfolio" if name == registry.ROUTE else "exact",
+                     "any" if getattr(fn, "declines", None) is None else f"decided (else: {registry.ROUTE})",
+                     "yes" if getattr(fn, "clocks", False) else "no",
+                     "proves infeasible" if exact else "kept; proves nothing",
+                     _first_sentence(fn.__doc__) + (" Improves until its time limit." if getattr(fn, "anytime", False) else "")))
+    _table(("planner", "kind", "memory choice", "vector clocks", "capacities", "what it does"), rows, no_wrap=False,
+           left=("what it does",))
     return EXIT_OK
+
+
+def _first_sentence(doc: str | None) -> str:
+    """A docstring's first sentence on one line, without its asides (parentheses, stats) and
+    reStructuredText's literal quotes."""
+    import re
+
+    text = " ".join((doc or "").split("\n\n")[0].split()).replace("``", "")
+    text = re.sub(r"\s*\([^()]*\)", "", text)
+    text = text[:text.find(". ") + 1] if ". " in text else text
+    return re.sub(r"[;,] stats:? [^.;]*", "", text).rstrip(".") + "."
 
 
 def warmup(args: argparse.Namespace) -> int:

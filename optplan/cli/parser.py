@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import textwrap
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
@@ -12,6 +13,13 @@ import optplan
 from optplan.cli import commands
 from optplan.cli.extract import extract
 from optplan.cli.output import EXIT_USAGE, warn
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help, but a line break in a help text starts a new line (one objective a line)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return [line for para in text.splitlines() for line in (textwrap.wrap(para, width) or [""])]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,36 +50,51 @@ def _option(name: str, parse: type[int] | type[float], seconds: bool = False) ->
 def _problem_arg(s: argparse.ArgumentParser, capacity: bool = True) -> None:
     s.add_argument("problem", help="problem file: .csv (MiniMalloc) or .json (optplan problem or graph)")
     if capacity:
-        s.add_argument("--capacity", type=int, help="cap a single-memory problem at N bytes")
+        s.add_argument("--capacity", type=int, help="cap a single-memory problem at N bytes (default: the problem's capacity)")
         _memory_arg(s)
 
 
+MEMORY_SPEC = "NAME[:SIZE][:align=N][:weight=N][:base=N]"
+MEMORY_HELP = ("declare a memory, fastest first (repeat); replaces the problem's memories. SIZE: bytes or "
+               "a unit (KiB, MiB, GiB; KB, MB, GB), none: unbounded; align: offset alignment in bytes; "
+               "weight: the weight of its peak in the weighted objective; base: its base address. "
+               "E.g. --memory sram:4KiB:align=64 --memory dram (default: the problem's memories)")
+OBJECTIVE_HELP = ("min-peak: the smallest peaks, slowest memory first (ties: the most benefit in faster memories)\n"
+                  "fast-first: the most benefit (bytes by default) in the fastest memory, then the next; then the "
+                  "smallest peaks\n"
+                  "weighted: the smallest sum of the peaks times their weights (--memory ...:weight=N)\n"
+                  "feasible: any plan within the capacities, nothing minimised\n"
+                  "default: fast-first where a memory with a capacity has a slower memory behind it, else min-peak")
+TIME_HELP = ("seconds (finite, > 0), reading and model building included. Default: no limit, the "
+             "planner runs until its plan is proven optimal (which may take hours); Ctrl-C stops it and "
+             "keeps the best plan found")
+
+
 def _memory_arg(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--memory", action="append", metavar="NAME[:SIZE][:align=N]",
-                   help="declare a memory, fastest first (repeat): e.g. --memory sram:4KiB:align=64 "
-                        "--memory dram; replaces the problem's memories")
+    s.add_argument("--memory", action="append", metavar=MEMORY_SPEC, help=MEMORY_HELP)
 
 
 def _objective_arg(s: argparse.ArgumentParser) -> None:
     from optplan.core.objective import Objective
 
-    s.add_argument("--objective", choices=Objective.NAMES, default=None,
-                   help="min-peak: minimize the peaks, slowest memory first; weighted: the weighted sum of "
-                        "the peaks; feasible: any plan within the capacities (default: min-peak)")
+    s.add_argument("--objective", choices=Objective.NAMES, default=None, help=OBJECTIVE_HELP)
 
 
 def _solve(s: argparse.ArgumentParser) -> None:
     _problem_arg(s)
-    s.add_argument("-o", "--output", help="write the plan: .json (optplan) or .csv (MiniMalloc, one memory)")
-    s.add_argument("--planner", default="auto", help="planner name (see `optplan planners`); default: auto")
-    s.add_argument("--time-limit", type=_option("time_limit", float, seconds=True), default=None,
-                   help="seconds (finite, > 0), model building included")
-    s.add_argument("--workers", type=_option("workers", int), default=None, help="solver threads (1 to 1024)")
-    s.add_argument("--seed", type=_option("seed", int), default=None, help="random seed (0 to 2^31-1)")
+    s.add_argument("-o", "--output", help="write the plan: .json (optplan) or .csv (MiniMalloc, one memory) "
+                   "(default: not written)")
+    s.add_argument("--planner", default="auto", help="planner name (see `optplan planners`; default: auto, "
+                   "the portfolio of every planner)")
+    s.add_argument("--time-limit", type=_option("time_limit", float, seconds=True), default=None, help=TIME_HELP)
+    s.add_argument("--workers", type=_option("workers", int), default=None,
+                   help="solver threads, 1 to 1024 (default: the planner's; auto: every core)")
+    s.add_argument("--seed", type=_option("seed", int), default=None, help="random seed, 0 to 2^31-1 (default 0)")
     s.add_argument("--deterministic", action="store_true",
                    help="repeatable results: solver time in deterministic units, every heuristic run")
     _objective_arg(s)
-    s.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    s.add_argument("--json", action="store_true", help="print one JSON object instead of tables (default: tables, "
+                   "and progress on stderr)")
     s.add_argument("--reorder", action="store_true", help="graphs: choose the order of the ops too (default: the given order)")
     s.add_argument("--reuse", action=argparse.BooleanOptionalAction, default=True,
                    help="graphs: let an op write an output into an input it reads last, where it declares so (default: yes)")
@@ -81,25 +104,26 @@ def _solve(s: argparse.ArgumentParser) -> None:
 def _validate(s: argparse.ArgumentParser) -> None:
     _problem_arg(s)
     s.add_argument("plan", help="plan file: .json or .csv (id,lower,upper,size,offset)")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print one JSON object: valid, violations, peak")
     s.set_defaults(run=commands.validate)
 
 
 def _bounds(s: argparse.ArgumentParser) -> None:
     _problem_arg(s)
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print one JSON object: lower_bound and step per memory "
+                   "(null where infeasibility is proven), infeasible (the proof, or null)")
     s.set_defaults(run=commands.bounds)
 
 
 def _info(s: argparse.ArgumentParser) -> None:
     _problem_arg(s)
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print one JSON object instead of lines and a table")
     s.set_defaults(run=commands.info)
 
 
 def _convert(s: argparse.ArgumentParser) -> None:
-    s.add_argument("input")
-    s.add_argument("output")
+    s.add_argument("input", help="problem file: .csv (MiniMalloc) or .json (optplan)")
+    s.add_argument("output", help="problem file to write: .json, or .csv (MiniMalloc: one memory, no relative placements)")
     _memory_arg(s)
     s.set_defaults(run=commands.convert, output_kind="problem")
 
@@ -127,12 +151,18 @@ def _extract(s: argparse.ArgumentParser) -> None:
 
 def _compare(s: argparse.ArgumentParser) -> None:
     s.add_argument("paths", nargs="+", metavar="PATH", help="problem files, or directories of .json/.csv problems")
-    s.add_argument("--capacity", type=int, help="cap single-memory problems at N bytes")
+    s.add_argument("--capacity", type=int, help="cap single-memory problems at N bytes (default: each problem's)")
     _memory_arg(s)
     s.add_argument("--planners", help="comma-separated planner names (default: all heuristics)")
     s.add_argument("--time-limit", type=_option("time_limit", float, seconds=True), default=None,
-                   help="seconds for all planners together, reading included; each takes a share of what is left")
-    s.add_argument("--seed", type=_option("seed", int), default=None)
+                   help="seconds for all planners together, reading included; each takes a share of what is left, "
+                        "the exact reference the rest. Default: no limit (heuristics end on their own)")
+    s.add_argument("--exact", action=argparse.BooleanOptionalAction, default=None,
+                   help="also run auto after the heuristics, as the exact reference that proves the optimum "
+                        "(default: on when --time-limit gives each instance 2 s or more; off without a limit)")
+    s.add_argument("--seed", type=_option("seed", int), default=None, help="random seed, 0 to 2^31-1 (default 0)")
+    s.add_argument("--format", choices=("table", "markdown"), default="table",
+                   help="table: a table per instance (default); markdown: the study's Markdown tables")
     s.add_argument("--json", action="store_true", help="print a JSON list, one plan object per run")
     s.set_defaults(run=commands.compare)
 
@@ -143,8 +173,7 @@ def _study(s: argparse.ArgumentParser) -> None:
     s.add_argument("--planners", help="comma-separated planner names (default: every heuristic and auto)")
     s.add_argument("--time-limit", type=_option("time_limit", float, seconds=True), default=60.0,
                    help="seconds per run (default 60)")
-    s.add_argument("--memory", action="append", metavar="SPEC",
-                   help="replace every problem's memories: NAME[:CAPACITY][:align=N], fastest first, repeatable")
+    s.add_argument("--memory", action="append", metavar=MEMORY_SPEC, help=MEMORY_HELP)
     s.add_argument("--executor", choices=("local", "dask"), default="local",
                    help="local process pool (default) or dask.distributed (pip install 'optplan[dask]')")
     s.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler, e.g. tcp://host:8786 (default: a LocalCluster)")
@@ -185,12 +214,13 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "info": ("buffers, time span, peak live load, memories", _info),
     "convert": ("convert a problem between .csv and .json", _convert),
     "extract": ("buffers and lifetimes of a torch.export program (.pt2) or an ONNX model (.onnx)", _extract),
-    "compare": ("run every heuristic on problems and rank them by peak", _compare),
+    "compare": ("run every heuristic (and auto, the exact reference, given the time) on problems and rank them", _compare),
     "study": ("every planner on every problem: runs.csv, summary.md and plots in a directory", _study),
     "plot": ("draw a plan (time x address per memory) to PNG/SVG/PDF/HTML", _plot),
     "export-model": ("write the MILP model (.lp or .mps) for Gurobi, CPLEX or any MIP solver", _export_model),
     "import-solution": ("validate a MIP solver's solution of export-model's model and write the plan", _import_solution),
-    "planners": ("list the registered planners", lambda s: s.set_defaults(run=commands.planners)),
+    "planners": ("the registered planners: what each does and handles (memories, clocks, capacities)",
+                 lambda s: s.set_defaults(run=commands.planners)),
     "warmup": ("compile the numba kernels into numba's on-disk cache (once after an install)",
                lambda s: s.set_defaults(run=commands.warmup)),
 }
@@ -202,11 +232,14 @@ def parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     their line of help): ``optplan --help`` then builds no command's arguments, whose choices import
     the objectives (and numpy). A word that names no command: every command's, as without ``argv``."""
     named = next((a for a in argv if not a.startswith("-")), "") if argv is not None else None  # (no top-level option takes a value)
-    p = _Parser(prog="optplan", description="Optimal static memory plans for machine-learning models.")
+    p = _Parser(prog="optplan", description="Optimal static memory plans for machine-learning models.",
+                epilog="solve has no default time limit: it runs until its plan is proven optimal; Ctrl-C stops "
+                       "it and keeps the best plan found (written to -o if given). `optplan COMMAND --help` for "
+                       "a command's options and their defaults.")
     p.add_argument("--version", action="version", version=f"optplan {optplan.__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, (line, add_arguments) in COMMANDS.items():
-        s = sub.add_parser(name, help=line)
+        s = sub.add_parser(name, help=line, formatter_class=_Formatter)
         if named is None or named == name or (named and named not in COMMANDS):
             add_arguments(s)
     return p

@@ -35,17 +35,17 @@ def plan_table(problem: Problem, plan: Plan, rows: list[MemoryRow]) -> Table:
         t.add_column(col, justify="left" if col == "memory" else "right", no_wrap=True)
     for r in rows:
         t.add_row(r.name, num(r.capacity), num(r.peak), num(r.bound), percent(r.gap),
-                  "-" if r.step is None else str(r.step), str(r.buffers), *((num(r.bytes), num(r.benefit)) if two else ()))
+                  "-" if r.step is None else f"{r.step:,}", f"{r.buffers:,}", *((num(r.bytes), num(r.benefit)) if two else ()))
     return t
 
 
 def print_plan(problem: Problem, plan: Plan) -> None:
     """The report: the per-memory table and the objective in words, or the proof of infeasibility."""
     from optplan.core.plan import Status
-    from optplan.report.summary import gap_words, infeasible_proof, memory_rows, objective_words
+    from optplan.report.summary import gap_words, memory_rows, objective_words
 
-    if plan.status is Status.INFEASIBLE:
-        say(f"{plan.planner}: INFEASIBLE in {plan.seconds:.2f} s: {infeasible_proof(problem, plan)}")
+    if plan.status is Status.INFEASIBLE:  # the message names the memory (registry.infeasible_words)
+        say(f"{plan.planner}: INFEASIBLE in {plan.seconds:.2f} s: {plan.message or 'proven infeasible'}")
         return
     if not plan.found:
         say(f"{plan.planner}: {plan.status.value} in {plan.seconds:.2f} s: {plan.message or 'no plan found'}")
@@ -58,10 +58,21 @@ def print_plan(problem: Problem, plan: Plan) -> None:
     say(objective_words(problem, plan, rows) + gap)
 
 
-def print_json(plan: Plan) -> None:
+def print_json(plan: Plan, problem: Problem | None = None) -> None:
+    """The plan as one JSON object; without a plan, each memory of ``problem`` has a null peak
+    (and a null bound where no plan can exist), never 0."""
     from optplan.formats.native_json import plan_to_dict
 
-    say(json.dumps(plan_to_dict(plan)))
+    say(json.dumps(with_nulls(plan_to_dict(plan), plan, problem)))
+
+
+def with_nulls(doc: dict, plan: Plan, problem: Problem | None) -> dict:
+    """``doc`` (a plan object) with a null peak for every memory of ``problem`` that has none (no
+    plan), and a null bound where no plan can exist: never 0, never a missing memory."""
+    if problem is not None:
+        for key, values in (("peak", plan.peak), ("lower_bound", plan.lower_bound)):
+            doc[key] = {m: values.get(m) for m in problem.memory_names}
+    return doc
 
 
 def report_plan(args: argparse.Namespace, problem: Problem, plan: Plan, doc: dict | None = None) -> None:
@@ -69,9 +80,9 @@ def report_plan(args: argparse.Namespace, problem: Problem, plan: Plan, doc: dic
     order) or the report, and where it was written."""
     if args.json:
         if doc is not None:
-            say(json.dumps(doc))
+            say(json.dumps(with_nulls(doc, plan, problem)))
         else:
-            print_json(plan)
+            print_json(plan, problem)
     else:
         print_plan(problem, plan)
         if args.output and plan.found:

@@ -13,13 +13,17 @@ from __future__ import annotations
 import itertools
 import math
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from optplan.core.buffer import INT64_MAX
 from optplan.core.clocks import antichain_bound, clock_graph
+from optplan.core.load import usage_curve
+from optplan.core.placement import Placement
 from optplan.core.problem import Problem
+from optplan.core.sizes import exact_size
 from optplan.core.units import Unit
 
 
@@ -97,7 +101,7 @@ def _plain_bounds(problem: Problem) -> Bounds:
     biggest = int(cols.size.max())
     if mem.capacity is not None and biggest > mem.capacity:
         culprit = cols.ids[int(np.argmax(cols.size))]
-        return Bounds({m: 0}, {m: None}, f"buffer {culprit!r} needs {biggest} bytes; no memory it may use is that large")
+        return Bounds({m: 0}, {m: None}, f"buffer {culprit!r} needs {exact_size(biggest)}; no memory it may use is that large")
     load, at = peak_load(start, end, size)
     rounding = math.gcd(int(np.gcd.reduce(np.lcm(cols.alignment, mem.alignment))), mem.alignment)
     if rounding > 1 and len(size):
@@ -106,7 +110,7 @@ def _plain_bounds(problem: Problem) -> Bounds:
         if r_load - int((rounded - size).max()) > load:
             load, at = r_load - int((rounded - size).max()), r_at
     if mem.capacity is not None and load > mem.capacity:
-        return Bounds({m: 0}, {m: None}, f"memory {m!r}: at step {at}, {load} bytes must be live but the capacity is {mem.capacity}")
+        return Bounds({m: 0}, {m: None}, f"memory {m!r}: at step {at:,}, {exact_size(load)} must be live but the capacity is {exact_size(mem.capacity)}")
     if biggest > load:  # a buffer reaches its size above offset 0
         load, at = biggest, int(cols.start[int(np.argmax(cols.size))])
     return Bounds({m: load}, {m: at}, None)
@@ -124,7 +128,7 @@ def _lower_bounds(problem: Problem) -> Bounds:
     for u in units:
         bounded = [c for c in (cap[m] for m in u.memories) if c is not None]
         if len(bounded) == len(u.memories) and u.height > max(bounded):
-            return Bounds(lower, step, f"buffer {u.root!r} needs {u.height} bytes; no memory it may use is that large")
+            return Bounds(lower, step, f"buffer {u.root!r} needs {exact_size(u.height)}; no memory it may use is that large")
         if u.fixed_offset is not None and len(u.memories) == 1 and u.pieces:
             m, top = u.memories[0], u.fixed_offset + u.top  # zero-size members take no bytes
             if top > lower[m]:
@@ -164,8 +168,8 @@ def _lower_bounds(problem: Problem) -> Bounds:
         free = [m for m in subset if cap[m] is None]
         if not free and load > sum(cap[m] for m in subset):  # type: ignore[misc]
             where = " + ".join(repr(m) for m in subset)
-            when = f"at step {at}" if at is not None else "in one set of pairwise concurrent buffers"
-            return Bounds(lower, step, f"memory {where}: {when}, {load} bytes must be live but the capacity is {sum(cap[m] for m in subset)}")  # type: ignore[misc]
+            when = f"at step {at:,}" if at is not None else "in one set of pairwise concurrent buffers"
+            return Bounds(lower, step, f"memory {where}: {when}, {exact_size(load)} must be live but the capacity is {exact_size(sum(cap[m] for m in subset))}")  # type: ignore[misc]
         for m in subset:
             others = [o for o in subset if o != m]
             if any(cap[o] is None for o in others):
@@ -204,3 +208,42 @@ def _fixed_conflict(problem: Problem) -> str | None:
                 if p[0] < q[1] and q[0] < p[1] and a.fixed_offset + p[2] < b.fixed_offset + q[3] and b.fixed_offset + q[2] < a.fixed_offset + p[3]:
                     return f"{where} at step {max(p[0], q[0])}"
     return None
+
+
+def reported_bounds(problem: Problem, placements: Mapping[str, Placement], peak: Mapping[str, int],
+                    proven: Mapping[str, int], weights: Mapping[str, int], optimal: bool) -> dict[str, int]:
+    """The lower bound per memory that every output reports (``Plan.lower_bound``, the CLI's table,
+    ``--json``), from the ``proven`` ones: where the plan is ``optimal`` and the objective weighs a
+    memory's peak, that peak is proven for the objective; a memory the objective does not weigh
+    (weight 0: a capacitated memory with a slower one behind it) is bounded for this plan by the
+    most bytes it holds live at one step (the largest buffer under vector clocks), so that the bound
+    is never 0 where bytes are held. Sound where planners read it back as proven: a weighed
+    memory's bound stays the proven one but for an optimal plan (whose weighted sum is the optimum),
+    and a weight-0 memory's bound does not enter the objective's bound."""
+    out = {}
+    for m, v in proven.items():
+        if weights.get(m, 0) > 0:
+            out[m] = max(v, peak[m]) if optimal else v
+        else:
+            out[m] = max(v, _held(problem, placements, m))
+    return out
+
+
+def _held(problem: Problem, placements: Mapping[str, Placement], memory: str) -> int:
+    """The most bytes ``memory`` holds live at one step in this plan (the largest buffer there under
+    vector clocks, where steps do not order the buffers)."""
+    if problem.concurrent:
+        return max((b.size for b in problem.buffers if placements[b.id].memory == memory), default=0)
+    curve = usage_curve(problem, placements, memory)
+    return int(curve.live.max()) if len(curve.live) else 0
+
+
+def infeasible_words(problem: Problem, why: str) -> str:
+    """Why no plan exists, naming the memory: ``why`` (the proof: memory, step and load against
+    the capacity, or the solver that proved it), with the capacities it proved too small where
+    ``why`` names no memory, so that every output (the CLI, ``--json``, ``Plan.message``) does."""
+    text = why or "proven infeasible"
+    if any(f"{m.name!r}" in text or f"memory {m.name}" in text for m in problem.memories):
+        return text
+    capped = [m for m in problem.memories if m.capacity is not None]
+    return text + " (capacities: " + ", ".join(f"memory {m.name!r} {exact_size(m.capacity or 0)}" for m in capped) + ")"

@@ -30,8 +30,11 @@ class Plan:
         placements: buffer id -> Placement (empty when no plan was found).
         status: how sure the answer is.
         planner: the planner that answered.
-        peak: memory -> its peak in bytes (highest byte used + 1).
-        lower_bound: memory -> a proven lower bound on that memory's peak.
+        peak: memory -> its peak in bytes (highest byte used + 1); empty when no plan was found.
+        lower_bound: memory -> a lower bound on that memory's peak, the one every output reports
+            (``optplan.core.bounds.reported_bounds``: the proven bound, the peak where the plan is
+            optimal for a memory the objective weighs, and never 0 where the plan holds bytes);
+            empty when no plan can exist (INFEASIBLE).
         seconds: wall time of the solve.
         objective: what ``objective_value`` measures.
         objective_value: the plan's objective as one integer (smaller is better).
@@ -44,8 +47,8 @@ class Plan:
     placements: Mapping[str, Placement]
     status: Status
     planner: str
-    peak: dict[str, int]  # memory -> highest byte used + 1
-    lower_bound: dict[str, int]  # memory -> proven lower bound on that memory's peak
+    peak: dict[str, int]  # memory -> highest byte used + 1 (empty: no plan)
+    lower_bound: dict[str, int]  # memory -> lower bound on that memory's peak (empty: proven infeasible)
     seconds: float = 0.0
     objective: Objective = field(default_factory=Objective)  # what objective_value measures
     objective_value: int | None = None

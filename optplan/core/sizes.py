@@ -20,3 +20,9 @@ def size_text(n: int | None) -> str:
 def sizes_text(per_memory: Mapping[str, int | None]) -> str:
     """``mem 99.66 MiB``; several memories joined by commas, in the mapping's order."""
     return ", ".join(f"{m} {size_text(v)}" for m, v in per_memory.items())
+
+
+def exact_size(n: int) -> str:
+    """Bytes where the exact count matters (a capacity proof): ``100 bytes``, ``1,048,576 bytes
+    (1.00 MiB)``."""
+    return f"{n:,} bytes" if abs(n) < 1024 else f"{n:,} bytes ({size_text(n)})"

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from optplan import registry
+from optplan.core.bounds import infeasible_words, reported_bounds
 from optplan.core.deadline import Deadline
 from optplan.core.errors import OptplanError, PlannerBug
 from optplan.core.objective import Objective
@@ -244,11 +245,11 @@ class _Run:
         stats = dict(self.stats)
         if bound.at:
             stats["bound_at"] = bound.at
-        if best is None:
+        if best is None:  # no peak; infeasible: no bound either, and the message names the memory (as registry.finish)
             status = Status.INFEASIBLE if bound.infeasible else Status.UNKNOWN
-            message = bound.infeasible or str(self.stats.get("inner") or "no plan found")
-            plan = Plan({}, status, self.planner, {m: 0 for m in names}, lower, seconds, self.objective, None,
-                        self.objective.bound(g.base, lower), message, stats)
+            message = infeasible_words(g.base, bound.infeasible) if bound.infeasible else str(self.stats.get("inner") or "no plan found")
+            plan = Plan({}, status, self.planner, {}, {} if bound.infeasible else lower, seconds, self.objective, None,
+                        None if bound.infeasible else self.objective.bound(g.base, lower), message, stats)
             return GraphPlan(plan, (), (), None, stats)
         best = _trim(g, self._fewer(best), self.objective)
         order_ids = g.ids_of(best.order)
@@ -279,7 +280,9 @@ def _graph_status(graph: Graph, best: _Candidate, lower: dict[str, int], proven:
     placed = f"placed by {plan.planner}" if plan.planner != planner else ""
     guarded = registry.GUARDED if stats.get("deterministic_wall_capped") and registry.GUARDED not in plan.message else ""
     message = "; ".join(filter(None, [plan.message, placed, f"order: {best.method}, {len(best.reuses)} reuse(s) taken", guarded]))
-    return Plan(plan.placements, status, planner, peak, lower, seconds, objective, value, min(bound, value),
+    reported = reported_bounds(problem, plan.placements, peak, lower, objective.weights(problem),
+                               status is Status.OPTIMAL and objective.optimizes)
+    return Plan(plan.placements, status, planner, peak, reported, seconds, objective, value, min(bound, value),
                 message, {**plan.stats, **stats}, objective.components(problem, value, min(bound, value)))
 
 

@@ -36,7 +36,7 @@ from optplan.core.lifecycle import Member, fork_member
 from optplan.core.objective import Goal, Objective
 from optplan.core.plan import Placement, Plan, Status, peaks
 from optplan.core.problem import Problem, objective_weights
-from optplan.core.sizes import sizes_text
+from optplan.core.sizes import exact_size, sizes_text
 from optplan.heuristics.run import run_heuristics
 from optplan.parts import Choice, Part, Reduction, columns_only, merge, reduce, settle
 from optplan.portfolio.quick import quick_look
@@ -152,7 +152,7 @@ def auto(problem: Problem, deadline: Deadline, workers: int | None = None, seed:
     quick = quick_look(problem, deadline, seed, objective, progress)
     if quick is not None:
         return quick
-    race = _SearchRace.start(problem, deadline, objective, seed, workers)
+    race = _SearchRace.start(problem, deadline, objective, seed, workers, progress)
     if race is None:
         return _auto(problem, deadline, workers, seed, objective, progress)
     return race.settle(race.beside(lambda: _auto(problem, race.rest, workers, seed, objective, progress)))
@@ -182,7 +182,7 @@ def _auto(problem: Problem, deadline: Deadline, workers: int, seed: int, objecti
         stats["warm_start"] = best.planner
         if progress is not None:
             progress({"best": best.objective_value, "bound": best.objective_bound, "gap": best.gap,
-                      "elapsed": time.perf_counter() - t0})
+                      "elapsed": time.perf_counter() - t0, "peak": best.peak, "lower": best.lower_bound})
     if best is not None and best.status == Status.OPTIMAL:
         return Result(best.placements, proven_optimal=True, bound=best.lower_bound,
                       message=f"{best.planner} reached the lower bound", stats=stats)
@@ -213,11 +213,11 @@ def _auto(problem: Problem, deadline: Deadline, workers: int, seed: int, objecti
                   and (merged.bound or {}).get(m.name, 0) > m.capacity]
         if proven:
             return Result(None, proven_infeasible=True, stats=merged.stats,
-                          message=f"memory {proven[0]!r}: every plan needs {merged.bound[proven[0]]} bytes, "
-                                  f"capacity {problem.memory(proven[0]).capacity}")
+                          message=f"memory {proven[0]!r}: every plan needs {exact_size(merged.bound[proven[0]])}, "
+                                  f"its capacity is {exact_size(problem.memory(proven[0]).capacity or 0)}")
         where = over[0] if over else problem.memory_names[0]
         return Result(None, stats=merged.stats, message=f"no plan within the capacity of {where!r} found in time"
-                      + (f" (best found needs {peak[where]} bytes)" if over else ""))
+                      + (f" (best found needs {exact_size(peak[where])})" if over else ""))
     if not _parts_affordable(problem, work):
         stats["parts_not_run"] = (f"splitting {problem.unit_count:,} units into parts takes about "
                                   f"{_reduce_seconds(problem):.0f} s, {work.left():.1f} s left")
@@ -355,7 +355,7 @@ class _SearchRace:
 
     @classmethod
     def start(cls, problem: Problem, deadline: Deadline, objective: Objective, seed: int,
-              workers: int) -> _SearchRace | None:
+              workers: int, progress: Callable[[dict], None] | None = None) -> _SearchRace | None:
         name = SEARCH_MEMBERS[0] if SEARCH_MEMBERS else ""
         floor = objective.optimizes and len(problem.memories) == 1 and deadline.limited and FLOOR_RACE_SHARE > 0
         if ((objective.optimizes and not floor) or problem.concurrent or problem.unit_count > SEARCH_MAX_UNITS
@@ -368,7 +368,10 @@ class _SearchRace:
         mine = max(1, workers // 2)
         searching = deadline.part(FLOOR_RACE_SHARE * deadline.left() if floor else None)
         if floor:
-            member = fork_member(lambda d: _minimize_search(problem, name, d, seed, mine, objective), searching, grace=1.0)
+            relay = _relay(problem, objective) if progress is not None else None  # its plans, as it finds them
+            extra = () if relay is None else (relay,)
+            member = fork_member(lambda d: _minimize_search(problem, name, d, seed, mine, objective, *extra), searching,
+                                 grace=1.0, partial=progress)
         else:
             member = fork_member(lambda d: registry.solve(problem, name, deadline=d, seed=seed, objective=objective,
                                                           workers=mine), searching, grace=1.0)
@@ -455,14 +458,30 @@ class _SearchRace:
 
 
 def _minimize_search(problem: Problem, name: str, deadline: Deadline, seed: int, workers: int,
-                     objective: Objective) -> Plan:
+                     objective: Objective, progress: Callable[[dict], None] | None = None) -> Plan:
     """Search planner ``name`` minimizing a one-memory ``problem``, in a forked process (the race):
     its time slices alternate between the proven bound and a plan below its best, the bound's slice
     ``RACE_FLOOR_SHARE`` times the other's, first. A plan at the bound is optimal (most instances
     with a known optimum have it at the load bound); where the optimum lies above (minimalloc/D)
     the plan keeps coming down on this process's core."""
     return registry.solve(problem, name, deadline=deadline, seed=seed, objective=objective, workers=workers,
-                          params=replace(search_params(), floor_share=RACE_FLOOR_SHARE))
+                          params=replace(search_params(), floor_share=RACE_FLOOR_SHARE), progress=progress)
+
+
+def _relay(problem: Problem, objective: Objective) -> Callable[[dict], None]:
+    """In the race's member: the search's progress (the one memory's peak and bound in bytes) as
+    ``auto`` reports it (the objective's value and bound, and the bytes), sent to the parent's
+    display as the search finds it (``lifecycle.report``), not when the race ends."""
+    from optplan.core.lifecycle import report
+
+    m = problem.memory_names[0]
+    weight = objective.weights(problem)[m]
+
+    def send(info: dict) -> None:
+        best, bound = info.get("best"), info.get("bound")
+        report({**info, "best": None if best is None else weight * best, "bound": None if bound is None else weight * bound,
+                "peak": None if best is None else {m: best}, "lower": None if bound is None else {m: bound}})
+    return send
 
 
 def _lower_priority(nice: int) -> None:
@@ -741,7 +760,8 @@ def _search_members(part: Part, clock: Deadline, settings: Settings, dived: bool
     """The registered exact search engines that take this part (one memory; a large part only
     when its time covers the search's set-up and first dives, and not when the search only dives
     there and has dived on the whole problem already: ``dived``)."""
-    if len(part.memories) != 1 or not jit.usable("search"):  # no compiled kernels: it would run heuristics
+    members = [name for name in SEARCH_MEMBERS if registry.registered(name)]  # (imports the search: its kernel group)
+    if len(part.memories) != 1 or not members or not jit.usable("search"):  # no compiled kernels: it would run heuristics
         return []
     if dived and len(part.units) > SEARCH_MAX_UNITS and _dives_only(
             np.array([u.start for u in part.units], np.int64), np.array([u.end for u in part.units], np.int64)):
@@ -750,7 +770,7 @@ def _search_members(part: Part, clock: Deadline, settings: Settings, dived: bool
     if (len(part.units) > SEARCH_MAX_UNITS and clock.limited
             and clock.left() * share < SEARCH_SECONDS_PER_UNIT * len(part.units)):
         return []
-    return [name for name in SEARCH_MEMBERS if registry.registered(name)]
+    return members
 
 
 def _can_race(workers: int, clock: Deadline) -> bool:

@@ -66,6 +66,7 @@ def _answer(plans: list[Plan], names: list[str], progress: Callable[[dict], None
         "warm_start": best.planner,
     }
     if progress is not None:
-        progress({"best": best.objective_value, "bound": best.objective_bound, "gap": best.gap, "elapsed": elapsed})
+        progress({"best": best.objective_value, "bound": best.objective_bound, "gap": best.gap, "elapsed": elapsed,
+                  "peak": best.peak, "lower": best.lower_bound})
     return Result(best.placements, proven_optimal=True, bound=best.lower_bound,
                   message=f"{best.planner} reached the lower bound", stats=stats)

@@ -1,9 +1,14 @@
 """A picture of a plan: one panel per memory, time (steps) on x, address on y.
 
 Buffers are one collection per memory coloured by size (log scale), so 30,000 of them draw as fast
-and read as well as 10. Over them: the live-bytes curve, the lower bound, the capacity, and the step
-of the peak. The title is what the plan file says (planner, status, peak, gap), never re-derived.
-SVG and HTML carry each buffer's id, size, lifetime and offset as a hover title.
+and read as well as 10; a buffer thinner or shorter than a pixel is drawn one pixel wide and tall,
+so that the drawing holds every byte the live-bytes curve counts (idealloc/S_1: 28k buffers over 45k
+steps, most shorter than a pixel at 1,600 pixels); behind so many, the live bytes as a grey band
+from 0, the total the scattered buffers add up to. Over them: the live-bytes curve, the lower bound,
+the capacity, and the step of the peak; a peak at its bound is one line, named so. The legend sits
+below the panel's step axis, outside the data. The title names the instance and what the plan file says
+(planner, status, peak, gap), never re-derived. SVG and HTML carry each buffer's id, size,
+lifetime and offset as a hover title.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from optplan.formats.output import atomic_output, check_output
 from optplan.report.units import human_bytes, unit_for
 
 EDGE_LIMIT = 2000  # outlines beyond this many rectangles only darken the picture
+LEGEND_DROP = 38  # points from a panel's bottom to its legend: below the tick labels and the axis label
+PLOT_SHARE = 0.6  # at most this share of the picture's width (and of a panel's height) is the data's
 
 
 @dataclass(frozen=True)
@@ -62,12 +69,24 @@ def pyplot() -> Any:
     return plt
 
 
-def _title(header: PlanHeader) -> str:
+def _title(header: PlanHeader, name: str | None = None) -> str:
+    where = f"{name}: " if name else ""
     if header.status is None:
-        return "plan from a CSV file (it records no planner, status or gap)"
+        return f"{where}plan from a CSV file (it records no planner, status or gap)"
     gap = "n/a" if header.gap is None else f"{100 * header.gap:.2f}%"
     peak = ", ".join(f"{m} {human_bytes(v)}" for m, v in (header.peak or {}).items())
-    return f"{header.planner}: {header.status}, peak {peak}, gap to bound {gap}"
+    return f"{where}{header.planner}: {header.status}, peak {peak}, gap to bound {gap}"
+
+
+def _at_least_a_pixel(polys: list, pixel: tuple[float, float]) -> list:
+    """Each rectangle widened and heightened to ``pixel`` (data units per pixel) where it is
+    smaller: a buffer that lives one step among 45,000 still shows where the curve counts it."""
+    dx, dy = pixel
+    out = []
+    for (x0, y0), (x1, _), (_, y1), _ in polys:
+        x1, y1 = max(x1, x0 + dx), max(y1, y0 + dy)
+        out.append([(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
+    return out
 
 
 def _hover(problem: Problem, placements: Mapping[str, Placement], memory: str) -> tuple[list, list, list]:
@@ -100,21 +119,29 @@ class _UnitLocator:
 
 
 def _panel(ax: Any, problem: Problem, placements: Mapping[str, Placement], memory: str, header: PlanHeader,
-           plt: Any) -> list[str]:
+           plt: Any, pixels: tuple[float, float]) -> list[str]:
+    """One memory's panel; ``pixels``: the picture's width and the panel's height in pixels."""
     from matplotlib.collections import PolyCollection
     from matplotlib.colors import LogNorm, Normalize
     from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator
+    from matplotlib.transforms import offset_copy
 
     polys, sizes, tips = _hover(problem, placements, memory)
     mem = problem.memory(memory)
     curve = usage_curve(problem, placements, memory)
     peak = (header.peak or {}).get(memory, int(curve.top.max()) if len(curve.top) else 0)
     bound = (header.lower_bound or {}).get(memory)
+    top = max(peak, bound or 0, mem.capacity or 0, 1)
+    lo, hi = problem.time_span
+    hi = max(hi, lo + 1)
     if polys:
-        lo, hi = max(min(sizes), 1), max(sizes)
-        norm = LogNorm(lo, hi) if hi > 4 * lo else Normalize(lo - 1, hi + 1)  # log only where sizes spread
-        col = PolyCollection(polys, array=sizes, cmap="viridis", norm=norm,
-                             edgecolors="black" if len(polys) <= EDGE_LIMIT else "none", linewidths=0.3)
+        many = len(polys) > EDGE_LIMIT
+        if many:
+            polys = _at_least_a_pixel(polys, ((hi - lo) / (PLOT_SHARE * pixels[0]), 1.06 * top / (PLOT_SHARE * pixels[1])))
+        lo_size, hi_size = max(min(sizes), 1), max(sizes)
+        norm = LogNorm(lo_size, hi_size) if hi_size > 4 * lo_size else Normalize(lo_size - 1, hi_size + 1)  # log where sizes spread
+        col = PolyCollection(polys, array=sizes, cmap="viridis", norm=norm, antialiased=not many,
+                             edgecolors="none" if many else "black", linewidths=0.3)
         col.set_gid(f"buffers-{memory}")
         ax.add_collection(col)
         bar = plt.colorbar(col, ax=ax, pad=0.01, label="buffer size")
@@ -125,43 +152,62 @@ def _panel(ax: Any, problem: Problem, placements: Mapping[str, Placement], memor
         bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: human_bytes(v, 0)))
         bar.ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
     if len(curve.times):
-        ax.step(curve.times, curve.live, where="post", color="black", linewidth=1, label="live bytes")
+        # the live bytes as a band from 0 behind the buffers, and its edge: a buffer too small to see
+        # still counts where the eye looks for it (S_1: 574 buffers live at step 33,000 hold 92.5 MB,
+        # spread over 730 MB of addresses, most of them a pixel tall)
+        band = len(polys) > EDGE_LIMIT  # (few buffers all show, outlined: a band would only fill their gaps)
+        if band:
+            ax.fill_between(curve.times, curve.live, step="post", color="0.8", alpha=0.5, linewidth=0, zorder=0.5)
+        ax.step(curve.times, curve.live, where="post", color="black", linewidth=1,
+                label="live bytes (grey: from 0)" if band else "live bytes")
         step = curve.peak_step
         if step is not None:
             ax.axvline(step, color="red", linestyle=":", linewidth=0.8)
-            ax.plot([step], [peak], marker="v", color="red", markersize=7, label=f"peak at step {step}")
-    ax.axhline(peak, color="red", linestyle="--", linewidth=1, label=f"peak {human_bytes(peak)}")
-    if bound is not None:
-        ax.axhline(bound, color="tab:green", linestyle="-.", linewidth=1, label=f"lower bound {human_bytes(bound)}")
-    if mem.capacity is not None:
-        ax.axhline(mem.capacity, color="gray", linewidth=1.2, label=f"capacity {human_bytes(mem.capacity)}")
-    top = max(peak, bound or 0, mem.capacity or 0, 1)
+            ax.plot([step], [peak], marker="v", color="red", markersize=7, label=f"peak at step {step:,}")
+    _levels(ax, peak, bound, mem.capacity)
     unit, scale = unit_for(top)
     ax.yaxis.set_major_locator(_UnitLocator(scale))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y / scale:g}"))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y / scale:,g}"))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    lo, hi = problem.time_span
-    ax.set_xlim(lo, max(hi, lo + 1))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{int(x):,}"))
+    ax.set_xlim(lo, hi)
     ax.set_ylim(0, top * 1.06)
     ax.set_xlabel("step")
     ax.set_ylabel(f"{memory} address ({unit})")
-    ax.set_title(f"{memory}: {len({t for t in tips}):,} buffers", fontsize=9, loc="left")
-    ax.legend(loc="upper right", fontsize=7, framealpha=0.85)
+    ax.set_title(f"{memory}: {len({t for t in tips}):,} buffers", fontsize=10, loc="left")
+    below = offset_copy(ax.transAxes, fig=ax.figure, y=-LEGEND_DROP, units="points")  # under the step axis's label
+    ax.legend(loc="upper left", bbox_to_anchor=(0.0, 0.0), bbox_transform=below, ncol=6, fontsize=9, frameon=False,
+              borderaxespad=0.0, handlelength=1.5, columnspacing=1.2)
     return tips
 
 
+def _levels(ax: Any, peak: int, bound: int | None, capacity: int | None) -> None:
+    """The peak, the bound and the capacity as horizontal lines; levels that coincide are one line
+    named for all of them (a dashed line over a dash-dotted one hid both)."""
+    names: dict[int, list[str]] = {}
+    for level, name in ((peak, "peak"), (bound, "lower bound"), (capacity, "capacity")):
+        if level is not None:
+            names.setdefault(level, []).append(name)
+    style = {"peak": ("red", "--"), "lower bound": ("tab:green", "-."), "capacity": ("gray", "-")}
+    for level, which in names.items():
+        color, line = style[which[0]]
+        ax.axhline(level, color=color, linestyle=line, linewidth=1.2, label=f"{' = '.join(which)} {human_bytes(level)}")
+
+
 def draw_layout(problem: Problem, placements: Mapping[str, Placement], header: PlanHeader, path: str | Path,
-                width: int = 1600, dpi: int = 100) -> None:
-    """Write the picture; the format follows the extension (.png, .svg, .pdf, .html)."""
+                width: int = 1600, dpi: int = 100, name: str | None = None) -> None:
+    """Write the picture; the format follows the extension (.png, .svg, .pdf, .html). ``name``: the
+    instance, named in the title (e.g. its file's name)."""
     path = Path(path)
     check_output(path, "picture")
     if width < 200 or dpi < 20:
         raise OptplanError(f"--width must be >= 200 pixels and --dpi >= 20, got {width} and {dpi}")
     plt = pyplot()
     used = [m for m in problem.memory_names if any(p.memory == m for p in placements.values())] or list(problem.memory_names)
-    fig, axes = plt.subplots(len(used), 1, figsize=(width / dpi, 0.45 * width / dpi * len(used)), squeeze=False)
-    tips = {m: _panel(ax, problem, placements, m, header, plt) for ax, m in zip(axes[:, 0], used)}
-    fig.suptitle(_title(header))
+    height = 0.45 * width
+    fig, axes = plt.subplots(len(used), 1, figsize=(width / dpi, height / dpi * len(used)), squeeze=False)
+    tips = {m: _panel(ax, problem, placements, m, header, plt, (width, height)) for ax, m in zip(axes[:, 0], used)}
+    fig.suptitle(_title(header, name))
     fig.tight_layout()
     try:
         if path.suffix.lower() in (".svg", ".html"):

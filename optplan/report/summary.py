@@ -1,10 +1,9 @@
 """What a plan means per memory, in words a chip engineer uses (the CLI's report and ``--json``).
 
 Per memory: capacity, peak, a lower bound on the peak, the bytes and the benefit kept there. The
-bound is the planner's proven one (``Plan.lower_bound``), lifted where the solver proved more:
-when the plan is OPTIMAL, every peak the objective minimises is proven for that objective, and a
-memory's peak is never below the most bytes its buffers have live at one step (so the bound is
-never 0 where the memory holds bytes). Status and gaps agree: OPTIMAL shows gap 0 everywhere.
+bound is ``Plan.lower_bound`` as it is, the one number the Python API, ``--json`` and ``optplan
+bounds`` report too (``optplan.core.bounds.reported_bounds`` lifts it where the objective proved
+more and where the plan holds bytes). Status and gaps agree: OPTIMAL shows gap 0 everywhere.
 """
 
 from __future__ import annotations
@@ -55,9 +54,7 @@ def memory_rows(problem: Problem, plan: Plan) -> list[MemoryRow]:
         live = int(curve.live.max()) if curve is not None and len(curve.live) else 0
         peak = plan.peak.get(m.name, 0)
         minimised = weights[m.name] > 0 and plan.objective.optimizes
-        bound = max(plan.lower_bound.get(m.name, 0), live)
-        if plan.status is Status.OPTIMAL and minimised:
-            bound = peak  # proven optimal for the objective
+        bound = plan.lower_bound.get(m.name, 0)
         rows.append(MemoryRow(m.name, m.capacity, peak, bound, minimised, int(mine.sum()), Columns.total(cols.size[mine]),
                               Columns.total(cols.gain[mine]), live, None if curve is None else curve.peak_step))
     return rows
@@ -121,13 +118,3 @@ def gap_words(problem: Problem, plan: Plan) -> str:
 def percent(g: float | None) -> str:
     """A gap in percent; a positive one never prints as 0.00% (that is for proven plans)."""
     return "n/a" if g is None else "<0.01%" if 0 < g < 5e-5 else f"{100 * g:.2f}%"
-
-
-def infeasible_proof(problem: Problem, plan: Plan) -> str:
-    """Why no plan exists, naming the memory: the bound's proof (memory, step, load against the
-    capacity) or the solver that proved it, with the capacities it proved them too small for."""
-    capped = [m for m in problem.memories if m.capacity is not None]
-    text = plan.message or "proven infeasible"
-    if not any(repr(m.name) in text or f"memory {m.name}" in text for m in problem.memories):
-        text += " (capacities: " + ", ".join(f"memory {m.name!r} {size_text(m.capacity)}" for m in capped) + ")"
-    return text

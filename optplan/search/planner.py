@@ -17,6 +17,7 @@ from optplan.core.deadline import Deadline
 from optplan.core.objective import Objective
 from optplan.core.plan import Placement
 from optplan.core.problem import Problem
+from optplan.core.sizes import exact_size
 from optplan.core.units import Unit
 from optplan.parts import time_sections
 from optplan.registry import Result, planner
@@ -93,7 +94,7 @@ def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1
         dive_peaks[m] = None if prev is None or ans.dive_peak is None else max(prev, ans.dive_peak)
         if ans.infeasible:
             infeasible = True
-            messages.append(f"memory {m!r}: proven: no plan fits the capacity {problem.memory(m).capacity}")
+            messages.append(f"memory {m!r}: proven: no plan fits the capacity, {exact_size(problem.memory(m).capacity or 0)}")
             break
         if ans.note:
             noted.add(m)
@@ -102,7 +103,7 @@ def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1
             complete = False
             if ans.timed_out or not ans.note:
                 messages.append(f"memory {m!r}: {deadline.cancelled or 'time limit reached'} without a plan under the "
-                                f"capacity (bound {bound[m]})")
+                                f"capacity (bound {exact_size(bound[m])})")
             break
         placements.update(inst.placements(ans.offsets))
         peak[m] = max(peak.get(m, 0), ans.peak or 0)
@@ -110,8 +111,8 @@ def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1
     if complete and not infeasible and objective.optimizes:
         for m in by_memory:
             if peak.get(m, 0) > max(bound[m], enough.get(m, 0)) and m not in noted:
-                messages.append(f"memory {m!r}: {deadline.cancelled or 'time limit reached'}; peak {peak[m]}, "
-                                f"proven bound {bound[m]}")
+                messages.append(f"memory {m!r}: {deadline.cancelled or 'time limit reached'}; peak {exact_size(peak[m])}, "
+                                f"proven bound {exact_size(bound[m])}")
     info = _info(stats, compile_seconds, dive_peaks, deadline, params)
     if infeasible:
         return Result(None, proven_infeasible=True, bound=bound, message="; ".join(dict.fromkeys(messages)), stats=info)

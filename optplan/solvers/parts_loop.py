@@ -41,7 +41,9 @@ def solve_parts(problem: Problem, objective: Objective, deadline: Deadline,
 
 
 class Tracker:
-    """Combines the parts' running results into one progress report for the whole problem."""
+    """Combines the parts' running results into one progress report for the whole problem: the
+    objective's value and bound (on the scale of every other report of the run, the Plan's), the
+    gap of the weighted peaks, and the peaks and their bounds in bytes per memory."""
 
     def __init__(self, red: Reduction, progress: Progress | None, t0: float) -> None:
         self.red, self.progress, self.t0 = red, progress, t0
@@ -51,18 +53,23 @@ class Tracker:
         if self.progress is None:
             return
         self.latest[i] = result
-        best: int | None = None
-        bound: int | None = None
+        best = bound = gap = None
+        peak: dict[str, int] | None = None
+        lower: dict[str, int] | None = None
         if len(self.latest) == len(self.red.parts) and all(r.placements is not None for r in self.latest.values()):
             # the values finish() would compute, without re-validating on every report
+            problem, objective = self.red.problem, self.red.objective
             merged = merge(self.red, [self.latest[j] for j in range(len(self.red.parts))])
-            weights = self.red.objective.weights(self.red.problem)
-            peak = peaks(self.red.problem, merged.placements or {})
-            best = sum(weights[m] * v for m, v in peak.items())
-            floor = lower_bounds(self.red.problem).lower
-            bound = max(merged.objective_bound or 0,
-                        sum(weights[m] * max(v, floor[m]) for m, v in (merged.bound or {}).items()))
+            weights = objective.weights(problem)
+            peak = peaks(problem, merged.placements or {})
+            lower = {m: max(v, (merged.bound or {}).get(m, 0)) for m, v in lower_bounds(problem).lower.items()}
+            weighted = sum(weights[m] * v for m, v in peak.items())
+            weighted_bound = max(merged.objective_bound or 0, sum(weights[m] * v for m, v in lower.items()))
+            best = objective.value(problem, merged.placements or {})
+            bound = objective.combine(problem, weighted_bound, max(objective.lost_floor(problem), merged.lost_bound or 0))
             if merged.proven_optimal:
-                bound = best
-        gap = None if best is None or not bound else max(best / bound - 1.0, 0.0)
-        self.progress({"best": best, "bound": bound, "gap": gap, "elapsed": time.perf_counter() - self.t0})
+                bound, weighted_bound = best, weighted
+                lower = {m: max(v, peak[m]) if weights[m] > 0 else v for m, v in lower.items()}
+            gap = None if not weighted_bound else max(weighted / weighted_bound - 1.0, 0.0)
+        self.progress({"best": best, "bound": bound, "gap": gap, "elapsed": time.perf_counter() - self.t0,
+                       "peak": peak, "lower": lower})  # bytes per memory, for the display

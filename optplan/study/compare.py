@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,7 +26,8 @@ def compare(paths: list[str], names: list[str], time_limit: float | None = None,
             prepare: Callable[[Problem], Problem] = lambda p: p) -> list[Compared]:
     """Every planner on every instance under ``paths``; ``prepare`` adjusts each problem (--capacity).
     ``time_limit`` holds for the whole comparison, reading included: each instance gets a share of
-    what is left, each planner a share of its instance's; a planner reached after it is not run."""
+    what is left, each planner a share of its instance's (the last, compare's exact reference, gets what
+    the heuristics leave); a planner reached after it is not run."""
     from optplan import registry
     from optplan.core import jit
     from optplan.formats import read_problem
@@ -40,7 +42,7 @@ def compare(paths: list[str], names: list[str], time_limit: float | None = None,
         runs = []
         mine = deadline.share(1 / (len(problems) - k))
         for j, name in enumerate(names):
-            task = Task(label, name, time_limit, seed=seed or 0)
+            task = Task(label, name, time_limit, workers=os.cpu_count() or 1, seed=seed or 0)  # one run at a time: every core
             if mine.expired():
                 plan = registry.finish(problem, registry.Result(None, message="not run: time limit reached"), name, 0.0)
             else:
