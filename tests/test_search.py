@@ -980,7 +980,7 @@ def test_an_undecided_floor_does_not_keep_the_plan_from_coming_down(monkeypatch:
 @pytest.mark.parametrize("share", [DEFAULTS.floor_share, 4.0])
 def test_the_larger_slice_goes_first(monkeypatch: pytest.MonkeyPatch, share: float) -> None:
     """The search alone gives the bound a quarter of the slice of the decision below its best plan,
-    after it; auto's race (``portfolio.RACE_FLOOR_SHARE``) four times, first: a bound decided in its
+    after it; auto's race (``PortfolioParams.race_floor_share``) four times, first: a bound decided in its
     first slice is not kept waiting behind a plan that cannot beat it. Here no decision ever ends."""
     problem = flat_profile(3, (64, 128), 20, 32)
     lb = lower_bounds(problem).lower["mem"]
