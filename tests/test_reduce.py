@@ -171,3 +171,25 @@ def test_reduce_on_columns_equals_the_unit_by_unit_reduction(capacity, align: in
         assert a.sub_problem.buffers == b.sub_problem.buffers and a.sub_problem.memories == b.sub_problem.memories
         assert a.sub_problem.metadata == b.sub_problem.metadata
         assert lower_bounds(a.sub_problem).lower == lower_bounds(b.sub_problem).lower
+
+
+def test_the_one_parts_loop_goes_smallest_first_shares_the_time_and_stops_at_a_proof() -> None:
+    """``solve_in_turn`` (the exact planners' loop and the portfolio's): the smaller part first, on
+    its share of the time by size; a part proven infeasible ends the loop and the merged answer."""
+    from optplan.core.deadline import Deadline
+    from optplan.core.objective import Objective
+    from optplan.parts import solve_in_turn
+
+    p = Problem((Buffer("a", 2, 0, 2), Buffer("b", 3, 0, 2), Buffer("c", 1, 1, 2), Buffer("d", 4, 5, 6)))
+    red = reduce(p, Objective.parse(None, p))
+    assert sorted(len(part.units) for part in red.parts) == [1, 3]
+    seen: list[tuple[int, float]] = []
+    reports: list[dict] = []
+
+    def one(i: int, share: Deadline, report) -> Result:
+        seen.append((len(red.parts[i].units), round(share.seconds, 1)))
+        return Result(None, proven_infeasible=True, message="refuted")
+
+    out = solve_in_turn(red, Deadline(40.0, deterministic=True), one, reports.append)
+    assert seen == [(1, 10.0)]  # the smaller part, a quarter of the units: a quarter of the time; then no more
+    assert out.proven_infeasible and out.message == "refuted" and len(reports) == 1

@@ -9,7 +9,6 @@ clock allow it, and the first proof or plan at the goal stops the rest.
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Callable
 from dataclasses import replace
@@ -24,7 +23,7 @@ from optplan.core.lifecycle import fork_member
 from optplan.core.objective import Objective
 from optplan.core.plan import Plan, Status, peaks
 from optplan.core.problem import Problem
-from optplan.parts import Choice, Part, Reduction, merge, settle
+from optplan.parts import Choice, Part, Reduction, settle, solve_in_turn
 from optplan.portfolio.context import PartRun, Run
 from optplan.portfolio.early import dives_only
 from optplan.portfolio.exact import exact_stage
@@ -39,46 +38,34 @@ if TYPE_CHECKING:
 
 def solve_parts(red: Reduction, best: Plan | None, deadline: Deadline, t0: float, settings: Settings,
                 objective: Objective, run: Run, goal: Problem | None = None, dived: bool = False) -> Result:
-    """``solve_part`` on every part, smallest first, each with its share of the time; merged.
+    """``solve_part`` on every part (``optplan.parts.solve_in_turn``: smallest first, each with its
+    share of the time), from the best plan's placements in it; merged.
 
     ``goal``: stop a part as soon as its peaks fit the capacities of this problem. ``dived``: the
     search ran on the whole problem (``early_search``): parts where it only dives do without it."""
     from optplan.solvers.cpsat import part_result
-    from optplan.solvers.parts_loop import Tracker
 
-    tracker = Tracker(red, run.progress, t0)
-    results: list[Result | None] = [None] * len(red.parts)
-    # smallest first: time they leave unused goes to the larger parts after them
-    order = sorted(range(len(red.parts)), key=lambda i: len(red.parts[i].units))
     # a memory's peak is the max over its sections: a section below the others' best bound is done
     floor: dict[str, int] = {}
     for part in red.parts:
         if len(part.memories) == 1:
             m = part.memories[0]
             floor[m] = max(floor.get(m, 0), part.lower[m] * part.scale)
-    left_units = sum(len(p.units) for p in red.parts)
     starts = [settle(part, best.placements) if best is not None and best.found else None for part in red.parts]
-    for i, part in enumerate(red.parts):  # progress reports the whole plan from the start
-        if starts[i] is not None:
-            tracker.latest[i] = part_result(part, None, starts[i], False, False, None)
-    for i in order:
+
+    def one(i: int, share: Deadline, report: Callable[[Result], None]) -> Result:
         part = red.parts[i]
-        share = deadline.share(len(part.units) / max(left_units, 1))
-        left_units -= len(part.units)
-        incumbent = starts[i]
         caps = None
         if goal is not None:
             capacities = {m: goal.memory(m).capacity for m in part.memories}
             caps = {m: c // part.scale for m, c in capacities.items() if c is not None}
         elif objective.optimizes and len(part.memories) == 1:
             caps = {part.memories[0]: floor[part.memories[0]] // part.scale}
-        result = results[i] = solve_part(part, share, settings, objective, incumbent, run,
-                                         functools.partial(tracker.update, i), goal=caps, dived=dived)
-        tracker.update(i, result)
-        if result.proven_infeasible:
-            break
-    done = [r if r is not None else Result(None, message="not solved: an earlier part is infeasible") for r in results]
-    return merge(red, done)
+        return solve_part(part, share, settings, objective, starts[i], run, report, goal=caps, dived=dived)
+
+    # progress reports the whole plan from the start
+    reported = [None if c is None else part_result(part, None, c, False, False, None) for part, c in zip(red.parts, starts)]
+    return solve_in_turn(red, deadline, one, run.progress, t0, reported)
 
 
 def solve_part(part: Part, deadline: Deadline, settings: Settings, objective: Objective,

@@ -1,5 +1,5 @@
 """The registered exact planners ``cpsat``, ``milp-cbc`` and ``milp-highs``: each reduces the
-problem into independent parts (``parts_loop``) and solves each part's model in its share of the
+problem into independent parts (``optplan.parts.solve_parts``) and solves each part's model in its share of the
 time, or hands a problem with concurrent lifetimes to its vector-clock model (``clock_models``).
 
 The MILP planners start from the best heuristic plan (the warm start, kept if the MIP finds
@@ -20,7 +20,7 @@ from optplan.core.errors import OptplanError
 from optplan.core.objective import Objective
 from optplan.core.plan import Placement
 from optplan.core.problem import Problem
-from optplan.parts import Choice, Part, settle
+from optplan.parts import Choice, Part, PartReport, Progress, settle, solve_parts
 from optplan.registry import Result, planner
 from optplan.solvers import milp_runners
 from optplan.solvers.clock_models import cpsat_clocks, milp_clocks
@@ -41,7 +41,6 @@ from optplan.solvers.milp import (
 from optplan.solvers.milp_runners import MilpSettings, Values
 from optplan.solvers.outcome import Outcome, stop_reason
 from optplan.solvers.part_plans import hint_choices, part_peaks, user_hints
-from optplan.solvers.parts_loop import PartReport, Progress, solve_parts
 
 
 @planner("cpsat", clocks=True)
