@@ -103,9 +103,8 @@ class Reduction:
     objective: Objective
 
 
-def reduce(problem: Problem, objective: Objective | str | None = None, split: bool = True) -> Reduction:
+def reduce(problem: Problem, objective: Objective, split: bool = True) -> Reduction:
     """Drop empty units, split into independent parts (unless ``split`` is False), scale each."""
-    objective = Objective.parse(objective, problem)
     if split and columns_only(problem):
         return _reduce_columns(problem, objective)
     sized = [u for u in problem.units if u.pieces]

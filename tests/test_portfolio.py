@@ -250,7 +250,7 @@ def test_lns_moves_from_the_incumbent_another_member_found() -> None:
     offered = threading.Timer(0.5, lambda: inc.offer(good, "other"))
     offered.start()
     stats = lns.lns(part, inc, Settings(1, 0), objective, Deadline(20), 0,
-                          goal=lambda c: all(v <= target[m] for m, v in part_peaks(part, c).items()))
+                          good_enough=lambda c: all(v <= target[m] for m, v in part_peaks(part, c).items()))
     offered.join()
     assert inc.source in ("other", "lns") and part_peaks(part, inc.get()[0]) == target
     assert stats["lns_moves"] >= 0

@@ -41,20 +41,20 @@ __all__ = ["PortfolioParams", "auto"]
 
 
 @planner("auto", clocks=True)
-def auto(problem: Problem, deadline: Deadline, workers: int | None = None, seed: int = 0,
-         objective: Objective | str | None = None, progress=None, params: PortfolioParams = DEFAULTS) -> Result:
+def auto(problem: Problem, deadline: Deadline, *, objective: Objective, workers: int | None = None, seed: int = 0,
+         progress=None, params: PortfolioParams = DEFAULTS) -> Result:
     """Heuristics -> best as warm start -> exact search engine / CP-SAT / LNS per part; never
     worse than the best heuristic (its plan is returned when the rest does not beat it).
     In feasibility mode at a capacity, and in minimize mode on one memory at its proven bound, the
     search starts at once on the whole problem beside all of that (``SearchRace``). A small problem
     that a heuristic settles ends before any of it, in this thread (``quick_look``).
 
+    ``objective``: parsed by the registry, which passes it to every planner that takes one.
     ``workers`` (default: every core) run the heuristics side by side and the solvers' threads.
     ``params``: the portfolio's shares, budgets and members (those not at their defaults are shown
     in ``stats["portfolio_params"]``)."""
     if not isinstance(params, PortfolioParams):
         raise OptplanError(f"auto's params must be an optplan.portfolio.PortfolioParams, got {type(params).__name__}")
-    objective = Objective.parse(objective, problem)
     run = Run(objective, seed, workers or os.cpu_count() or 1, params, progress)
     result = _plan(problem, deadline, run)
     changed = params.changed()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from optplan.core.deadline import Deadline
-from optplan.core.objective import Objective
+from optplan.core.objective import Goal, Objective
 from optplan.parts import Part
 from optplan.portfolio.context import PartRun
 from optplan.portfolio.lns import lns
@@ -71,7 +71,7 @@ def exact_stage(part_run: PartRun, clock: Deadline) -> ExactOutcome:
     if len(part.units) > FULL_MODEL_MAX_UNITS:  # too large for the full model: LNS only
         if incumbent is None:
             return ExactOutcome(message="no plan found for a part too large for the full model")
-        stats.update(lns(part, inc, settings, objective, clock, part_run.seed, goal=reached, params=part_run.params))
+        stats.update(lns(part, inc, settings, objective, clock, part_run.seed, good_enough=reached, params=part_run.params))
         return ExactOutcome(message=stop_reason(clock))
     # only a plan at least as good is of interest; per memory that holds for one memory only
     single = incumbent is not None and objective.optimizes and len(part.memories) == 1
@@ -101,7 +101,7 @@ def exact_stage(part_run: PartRun, clock: Deadline) -> ExactOutcome:
         return ExactOutcome(pm, out.optimal, bound=out.bound)
     if not clock.limited:  # without a limit the full model ran to its proof
         return ExactOutcome(pm, bound=out.bound)
-    lns_stats = lns(part, inc, settings, objective, clock, part_run.seed, goal=reached, params=part_run.params)
+    lns_stats = lns(part, inc, settings, objective, clock, part_run.seed, good_enough=reached, params=part_run.params)
     stats.update(lns_stats)
     best_bound = out.bound
     incumbent, _ = inc.get()
@@ -145,7 +145,7 @@ def floor_decisions(part: Part, clock: Deadline, settings: Settings, objective: 
         if best is not None and part_peaks(part, best)[m] <= floor:
             return True
         try:
-            pm = PartModel(part, Objective.parse("feasible", part.problem), ceiling={m: floor})
+            pm = PartModel(part, Objective(Goal.FEASIBLE), ceiling={m: floor})
         except OverflowError:
             return False
         out = run(pm, settings, budget)

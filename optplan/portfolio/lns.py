@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 
 def lns(part: Part, inc: Incumbent, settings: Settings, objective: Objective, clock: Deadline, seed: int,
-        goal: Callable[[list[Choice]], bool] = lambda c: False, params: PortfolioParams = DEFAULTS) -> dict[str, int]:
+        good_enough: Callable[[list[Choice]], bool] = lambda c: False, params: PortfolioParams = DEFAULTS) -> dict[str, int]:
     """Free some units near a unit at the peak, re-solve them with CP-SAT around the others, keep
     the move if it helps; repeat, each move from the incumbent as it is then (other members may
     have replaced it). Odd moves free the highest units anywhere (a long thin unit on top needs
@@ -50,7 +50,7 @@ def lns(part: Part, inc: Incumbent, settings: Settings, objective: Objective, cl
     iters = improved = 0
     while left() > 0.5 and hood.n > 1:
         cur, version = inc.get()
-        if cur is None or goal(cur):
+        if cur is None or good_enough(cur):
             break
         move = hood.pick(cur, rng, size, band if len(part.memories) == 1 else None, iters % 2 == 1)
         if move is None:

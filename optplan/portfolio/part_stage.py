@@ -37,11 +37,11 @@ if TYPE_CHECKING:
 
 
 def solve_parts(red: Reduction, best: Plan | None, deadline: Deadline, t0: float, settings: Settings,
-                objective: Objective, run: Run, goal: Problem | None = None, dived: bool = False) -> Result:
+                objective: Objective, run: Run, within: Problem | None = None, dived: bool = False) -> Result:
     """``solve_part`` on every part (``optplan.parts.solve_in_turn``: smallest first, each with its
     share of the time), from the best plan's placements in it; merged.
 
-    ``goal``: stop a part as soon as its peaks fit the capacities of this problem. ``dived``: the
+    ``within``: stop a part as soon as its peaks fit the capacities of this problem. ``dived``: the
     search ran on the whole problem (``early_search``): parts where it only dives do without it."""
     from optplan.solvers.cpsat import part_result
 
@@ -56,8 +56,8 @@ def solve_parts(red: Reduction, best: Plan | None, deadline: Deadline, t0: float
     def one(i: int, share: Deadline, report: Callable[[Result], None]) -> Result:
         part = red.parts[i]
         caps = None
-        if goal is not None:
-            capacities = {m: goal.memory(m).capacity for m in part.memories}
+        if within is not None:
+            capacities = {m: within.memory(m).capacity for m in part.memories}
             caps = {m: c // part.scale for m, c in capacities.items() if c is not None}
         elif objective.optimizes and len(part.memories) == 1:
             caps = {part.memories[0]: floor[part.memories[0]] // part.scale}

@@ -165,7 +165,7 @@ def _elastic(problem: Problem, work: Deadline, t0: float, settings: Settings, ru
     rbest = min(rheur, key=_value) if rheur else None
     stats["elastic_start"] = None if rbest is None else f"{rbest.planner}: {rbest.objective_value}"
     red = reduce(relaxed, peaks_first)
-    merged = solve_parts(red, rbest, work, t0, settings, red.objective, run, goal=problem)
+    merged = solve_parts(red, rbest, work, t0, settings, red.objective, run, within=problem)
     merged.stats.update(stats)
     peak = peaks(problem, merged.placements or {})
     over = [m.name for m in problem.memories if m.capacity is not None and merged.placements is not None

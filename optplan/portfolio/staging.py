@@ -125,8 +125,8 @@ def pack_exactly(part: Part, objective: Objective, chosen: list[str], deadline: 
     groups = [(m, [k for k, c in enumerate(chosen) if c == m]) for m in part.memories]
     left = len(part.units)
     for m, ks in (g for g in groups if g[1]):  # fastest first: capacitated memories are the ones that may not pack
-        goal = Objective(Goal.MIN_PEAK if weights[m] else Goal.FEASIBLE)
-        plan = pack_alone(alone(part, m, ks), goal, deadline.share(len(ks) / max(left, 1)), settings, seed,
+        alone_objective = Objective(Goal.MIN_PEAK if weights[m] else Goal.FEASIBLE)
+        plan = pack_alone(alone(part, m, ks), alone_objective, deadline.share(len(ks) / max(left, 1)), settings, seed,
                           params)
         left -= len(ks)
         if not plan.found:
@@ -135,7 +135,7 @@ def pack_exactly(part: Part, objective: Objective, chosen: list[str], deadline: 
     return settle(part, placements), None
 
 
-def pack_alone(problem: Problem, goal: Objective, deadline: Deadline, settings: Settings, seed: int,
+def pack_alone(problem: Problem, objective: Objective, deadline: Deadline, settings: Settings, seed: int,
                params: PortfolioParams = DEFAULTS) -> Plan:
     """One memory's selected units: the search engine first (``params.pack_search_share`` of the time),
     then, when it neither proved nor refuted, CP-SAT on the rest (it packs some 80-unit sets
@@ -143,11 +143,11 @@ def pack_alone(problem: Problem, goal: Objective, deadline: Deadline, settings: 
     the better plan."""
     options = {} if params.search is None else {"params": params.search}
     plan = registry.solve(problem, "search", deadline=deadline.share(params.pack_search_share), seed=seed,
-                          workers=settings.workers, objective=goal, **options)
-    settled = plan.status in (Status.OPTIMAL, Status.INFEASIBLE) or (plan.found and not goal.optimizes)
+                          workers=settings.workers, objective=objective, **options)
+    settled = plan.status in (Status.OPTIMAL, Status.INFEASIBLE) or (plan.found and not objective.optimizes)
     if settled or not registry.registered("cpsat") or deadline.expired():
         return plan
-    other = registry.solve(problem, "cpsat", deadline=deadline, seed=seed, workers=settings.workers, objective=goal)
+    other = registry.solve(problem, "cpsat", deadline=deadline, seed=seed, workers=settings.workers, objective=objective)
     if other.found and (not plan.found or (other.objective_value or 0) < (plan.objective_value or 0)):  # (found: valued)
         return other
     return plan if plan.found or other.status is not Status.INFEASIBLE else other
