@@ -112,7 +112,7 @@ def test_hint_respects_symmetry_breaking() -> None:
     """Identical buffers hinted in the 'wrong' order: the hint is reordered, not rejected."""
     p = Problem(tuple(Buffer(f"b{i}", 4, 0, 3, hint_offset=4 * (2 - i)) for i in range(3)))
     part = reduce(p, Objective.default(p)).parts[0]
-    pm = PartModel(part)
+    pm = PartModel(part, Objective.default(p))
     assert pm.groups == [[0, 1, 2]]
     choices = part.choices({b.id: Placement("mem", b.hint_offset) for b in p.buffers})
     pm.hint(dict(enumerate(choices)))

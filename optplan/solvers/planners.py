@@ -44,11 +44,11 @@ from optplan.solvers.part_plans import hint_choices, part_peaks, user_hints
 
 
 @planner("cpsat", clocks=True)
-def cpsat_planner(problem: Problem, deadline: Deadline, workers: int = 2, seed: int = 0,
-                  objective: Objective | str | None = None, progress: Progress | None = None) -> Result:
-    """CP-SAT on each independent part (user hints as warm start), no heuristics."""
+def cpsat_planner(problem: Problem, deadline: Deadline, *, objective: Objective, workers: int = 2, seed: int = 0,
+                  progress: Progress | None = None) -> Result:
+    """CP-SAT on each independent part (user hints as warm start), no heuristics (``objective``:
+    the registry's, parsed once)."""
     settings = Settings(workers, seed)
-    objective = Objective.parse(objective, problem)
     if problem.concurrent:
         return cpsat_clocks(problem, objective, deadline, settings, user_hints(problem))
     return solve_parts(problem, objective, deadline,
@@ -92,23 +92,21 @@ def solve_part_cpsat(part: Part, deadline: Deadline, settings: Settings, objecti
 
 
 @planner("milp-cbc", clocks=True)
-def milp_cbc(problem: Problem, deadline: Deadline, workers: int = 1, seed: int = 0,
-             objective: Objective | str | None = None, progress: Progress | None = None,
-             warm_start: bool = True) -> Result:
+def milp_cbc(problem: Problem, deadline: Deadline, *, objective: Objective, workers: int = 1, seed: int = 0,
+             progress: Progress | None = None, warm_start: bool = True) -> Result:
     """MILP with CBC (bundled with PuLP), warm-started from the best heuristic plan
     (``warm_start=False``: the MIP alone, e.g. to compare with CP-SAT)."""
     settings = MilpSettings(solver="cbc", workers=max(1, int(workers)), seed=seed, warm_start=warm_start)
-    return solve_milp(problem, Objective.parse(objective, problem), deadline, settings, progress)
+    return solve_milp(problem, objective, deadline, settings, progress)
 
 
 @planner("milp-highs", clocks=True)
-def milp_highs(problem: Problem, deadline: Deadline, workers: int = 1, seed: int = 0,
-               objective: Objective | str | None = None, progress: Progress | None = None,
-               warm_start: bool = True) -> Result:
+def milp_highs(problem: Problem, deadline: Deadline, *, objective: Objective, workers: int = 1, seed: int = 0,
+               progress: Progress | None = None, warm_start: bool = True) -> Result:
     """MILP with HiGHS (needs the optional highspy), warm-started from the best heuristic plan
     (``warm_start=False``: the MIP alone)."""
     settings = MilpSettings(solver="highs", workers=max(1, int(workers)), seed=seed, warm_start=warm_start)
-    return solve_milp(problem, Objective.parse(objective, problem), deadline, settings, progress)
+    return solve_milp(problem, objective, deadline, settings, progress)
 
 
 def solve_milp(problem: Problem, objective: Objective, deadline: Deadline, settings: MilpSettings,
