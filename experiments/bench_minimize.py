@@ -13,8 +13,8 @@ the load bound is a perfect packing at every step, which the contiguity of buffe
 forbids. Small ones are brute-forced in the tests; here they are sized so that the whole search
 cannot always refute the load bound in seconds (``--cells``, ``--steps``, ``--largest`` size them).
 ``--compare`` runs each instance twice, old (auto without the search deciding the proven bound
-from the start, ``FLOOR_RACE_SHARE`` = 0) and new, side by side; ``--compare-share`` names another
-of auto's shares to switch off instead (``FLOOR_DECISION_SHARE``: CP-SAT's decisions at the bound). Times are CPU seconds of this
+from the start, ``PortfolioParams.floor_race_share`` = 0) and new, side by side; ``--compare-share`` names
+another of auto's shares to switch off instead (``floor_decision_share``: CP-SAT's decisions at the bound). Times are CPU seconds of this
 process (auto's search member and the search's workers are forked processes, not counted: wall
 seconds too), with the load.
 
