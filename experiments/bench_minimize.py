@@ -13,8 +13,8 @@ the load bound is a perfect packing at every step, which the contiguity of buffe
 forbids. Small ones are brute-forced in the tests; here they are sized so that the whole search
 cannot always refute the load bound in seconds (``--cells``, ``--steps``, ``--largest`` size them).
 ``--compare`` runs each instance twice, old (auto without the search deciding the proven bound
-from the start, ``FLOOR_RACE_SHARE`` = 0) and new, side by side; ``--compare-share`` names another
-of auto's shares to switch off instead (``FLOOR_DECISION_SHARE``: CP-SAT's decisions at the bound). Times are CPU seconds of this
+from the start, ``PortfolioParams.floor_race_share`` = 0) and new, side by side; ``--compare-share`` names
+another of auto's shares to switch off instead (``floor_decision_share``: CP-SAT's decisions at the bound). Times are CPU seconds of this
 process (auto's search member and the search's workers are forked processes, not counted: wall
 seconds too), with the load.
 
@@ -34,16 +34,17 @@ import random
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import e2e
 from gen_instances import instance
 
-from optplan import portfolio
 from optplan.core.bounds import lower_bounds
 from optplan.core.buffer import Buffer, Memory
 from optplan.core.problem import Problem
 from optplan.formats import read_problem
+from optplan.portfolio import PortfolioParams
 from optplan.registry import solve
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "minimalloc"
@@ -86,10 +87,13 @@ def _beside(problem: Problem, planner: str, limit: float, workers: int) -> tuple
     return f"{'packed' if packed else at.status.value} {time.perf_counter() - w0:.1f} | ", packed
 
 
-def _run(problem: Problem, name: str, planner: str, limit: float, workers: int, cell: str = "") -> tuple[str, bool, bool]:
+def _run(problem: Problem, name: str, planner: str, limit: float, workers: int, cell: str = "",
+         params: PortfolioParams | None = None) -> tuple[str, bool, bool]:
     """The table row (``cell``: ``_beside``'s), whether the plan is proven optimal, and whether the
-    proven bound is above the load bound."""
-    opts = {"workers": workers} if workers else {}
+    proven bound is above the load bound (``params``: auto's)."""
+    opts: dict[str, object] = {"workers": workers} if workers else {}
+    if params is not None and planner == "auto":
+        opts["params"] = params
     load = lower_bounds(problem).lower["mem"]
     problem = Problem(problem.buffers, (Memory("mem"),))  # minimize mode: no capacity
     c0, w0 = time.process_time(), time.perf_counter()
@@ -117,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--beside", default="", help="a planner run first at the capacity (feasibility mode), e.g. search")
     ap.add_argument("--unsettled", action="store_true", help="list only rows not proven at the load bound")
     ap.add_argument("--compare", action="store_true", help="each instance old (the share below 0) and new")
-    ap.add_argument("--compare-share", default="FLOOR_RACE_SHARE", help="the portfolio constant --compare sets to 0")
+    ap.add_argument("--compare-share", default="floor_race_share", help="the PortfolioParams field --compare sets to 0")
     ap.add_argument("-o", "--output", help="--e2e: the results file")
     ap.add_argument("--e2e", action="store_true", help="optplan (and --peer) as processes (e2e.py)")
     ap.add_argument("--peer", default="", help="--e2e: an OmniMalloc allocator run beside, e.g. supermalloc")
@@ -142,21 +146,20 @@ def main(argv: list[str] | None = None) -> int:
         cases = [(f"tight-{s}", tight_instance(s, (cells[0], cells[1]), args.steps, args.largest)) for s in range(lo, hi)]
     if args.instances:
         cases = [(n, p) for n, p in cases if n in args.instances.split(",")]
-    share = getattr(portfolio, args.compare_share)
+    share = getattr(PortfolioParams(), args.compare_share)
     shares = (0.0, share) if args.compare else (share,)
     proven, above, packed = dict.fromkeys(shares, 0), dict.fromkeys(shares, 0), 0
     for name, problem in cases:
         cell, fit = _beside(problem, args.beside, args.time_limit, args.workers) if args.beside else ("", False)
         packed += fit
         for ws in shares:
-            setattr(portfolio, args.compare_share, ws)
+            params = replace(PortfolioParams(), **{args.compare_share: ws})
             row, opt, up = _run(problem, name + ("" if not args.compare else (" (new)" if ws else " (old)")),
-                                args.planner, args.time_limit, args.workers, cell)
+                                args.planner, args.time_limit, args.workers, cell, params)
             proven[ws] += opt
             above[ws] += up
             if not (args.unsettled and opt and not up):
                 print(row, flush=True)
-    setattr(portfolio, args.compare_share, share)
     for ws in shares:
         print(f"\n{'new' if ws else 'old'}: {proven[ws]} of {len(cases)} proven optimal, {above[ws]} with a bound proven "
               "above the load bound")

@@ -30,6 +30,7 @@ from bench_kernel import old_kernel  # the kernel of a past commit, compiled apa
 
 from optplan.core.bounds import lower_bounds
 from optplan.core.deadline import Deadline
+from optplan.core.objective import Objective
 from optplan.formats import read_problem, write_text
 from optplan.search import engine, kernel
 from optplan.search.instance import build
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             engine.kernel = k  # type: ignore[assignment]
             h0 = k.hits
             t0 = time.perf_counter()
-            ans = engine.solve(inst, CAPACITY, lower, "feasible", Deadline(args.feasible_seconds), args.workers,
+            ans = engine.solve(inst, CAPACITY, lower, Objective.parse("feasible"), Deadline(args.feasible_seconds), args.workers,
                                params=SearchParams(table_slots=slots))
             sec = time.perf_counter() - t0
             status = "plan" if ans.offsets is not None else ("infeasible" if ans.infeasible else "time limit")
@@ -167,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             if info["best"] is not None:
                 trace.append((info["elapsed"], info["best"]))
 
-        ans = engine.solve(inst, CAPACITY, lower, "min-peak", Deadline(args.seconds), args.workers, progress=progress,
+        ans = engine.solve(inst, CAPACITY, lower, Objective.parse("min-peak"), Deadline(args.seconds), args.workers, progress=progress,
                            params=SearchParams(table_slots=slots))
         at60 = min((p for t, p in trace if t <= 60), default=None)
         firsts = []

@@ -19,19 +19,23 @@ coordinate, so before building one we
 
 The solvers then need the pairs of units that can collide (``conflict_pairs``, a sweep) and
 groups of interchangeable units for symmetry breaking (``identical_groups``); ``merge`` turns the
-parts' Results back into one Result for the whole problem.
+parts' Results back into one Result for the whole problem. ``solve_in_turn`` is the one loop over
+the parts (the exact planners' through ``solve_parts``, and the portfolio's).
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
 
 from optplan.core.bounds import lower_bounds
+from optplan.core.deadline import Deadline
 from optplan.core.objective import Objective, fastest_fit
 from optplan.core.plan import Placement, peaks
 from optplan.core.problem import Problem
@@ -99,9 +103,8 @@ class Reduction:
     objective: Objective
 
 
-def reduce(problem: Problem, objective: Objective | str | None = None, split: bool = True) -> Reduction:
+def reduce(problem: Problem, objective: Objective, split: bool = True) -> Reduction:
     """Drop empty units, split into independent parts (unless ``split`` is False), scale each."""
-    objective = Objective.parse(objective, problem)
     if split and columns_only(problem):
         return _reduce_columns(problem, objective)
     sized = [u for u in problem.units if u.pieces]
@@ -398,3 +401,79 @@ def _stats(parts: Sequence[Part], results: Sequence[Result]) -> dict[str, object
         largest = max(range(len(parts)), key=lambda i: len(parts[i].units))
         out.update(results[largest].stats)
     return out
+
+
+Progress = Callable[[dict], None]
+PartReport = Callable[[Result], None]  # a part's running Result, as a part's solver finds better plans
+SolvePart = Callable[[int, Deadline, PartReport], Result]  # part index, its share of the time, its report
+
+
+def solve_parts(problem: Problem, objective: Objective, deadline: Deadline,
+                solve_one: Callable[[Part, Deadline, PartReport], Result], progress: Progress | None = None) -> Result:
+    """Reduce, hand each part its share of the remaining time (by size), merge the Results."""
+    t0 = time.perf_counter()
+    red = reduce(problem, objective)
+    return solve_in_turn(red, deadline, lambda i, share, report: solve_one(red.parts[i], share, report), progress, t0)
+
+
+def solve_in_turn(red: Reduction, deadline: Deadline, solve_one: SolvePart, progress: Progress | None = None,
+                  t0: float | None = None, starts: Sequence[Result | None] = ()) -> Result:
+    """The one loop over a reduction's parts (the exact planners' and the portfolio's): smallest
+    first, each in its share of the time left by size (time a part leaves unused goes to the
+    larger ones after it), until a part is proven infeasible; the Results merged. ``progress``
+    gets the whole plan's figures whenever a part's plan changes, from ``t0``; ``starts``: the
+    parts' plans before the loop (a warm start), so that it reports the whole plan from the start."""
+    tracker = Tracker(red, progress, time.perf_counter() if t0 is None else t0)
+    for i, start in enumerate(starts):
+        if start is not None:
+            tracker.latest[i] = start
+    results: list[Result | None] = [None] * len(red.parts)
+    order = sorted(range(len(red.parts)), key=lambda i: len(red.parts[i].units))
+    left_units = sum(len(p.units) for p in red.parts)
+    for i in order:
+        part = red.parts[i]
+        share = deadline.share(len(part.units) / max(left_units, 1))
+        left_units -= len(part.units)
+        result = results[i] = solve_one(i, share, functools.partial(tracker.update, i))
+        tracker.update(i, result)
+        if result.proven_infeasible:
+            break
+    done = [r if r is not None else Result(None, message="not solved: an earlier part is infeasible") for r in results]
+    return merge(red, done)
+
+
+class Tracker:
+    """Combines the parts' running results into one progress report for the whole problem: the
+    objective's value and bound (on the scale of every other report of the run, the Plan's), the
+    gap of the weighted peaks, and the peaks and their bounds in bytes per memory."""
+
+    def __init__(self, red: Reduction, progress: Progress | None, t0: float) -> None:
+        self.red, self.progress, self.t0 = red, progress, t0
+        self.latest: dict[int, Result] = {}
+
+    def update(self, i: int, result: Result) -> None:
+        """Part ``i``'s plan is now ``result``: report the whole plan's figures (values only once
+        every part has a plan)."""
+        if self.progress is None:
+            return
+        self.latest[i] = result
+        best = bound = gap = None
+        peak: dict[str, int] | None = None
+        lower: dict[str, int] | None = None
+        if len(self.latest) == len(self.red.parts) and all(r.placements is not None for r in self.latest.values()):
+            # the values finish() would compute, without re-validating on every report
+            problem, objective = self.red.problem, self.red.objective
+            merged = merge(self.red, [self.latest[j] for j in range(len(self.red.parts))])
+            weights = objective.weights(problem)
+            peak = peaks(problem, merged.placements or {})
+            lower = {m: max(v, (merged.bound or {}).get(m, 0)) for m, v in lower_bounds(problem).lower.items()}
+            weighted = sum(weights[m] * v for m, v in peak.items())
+            weighted_bound = max(merged.objective_bound or 0, sum(weights[m] * v for m, v in lower.items()))
+            best = objective.value(problem, merged.placements or {})
+            bound = objective.combine(problem, weighted_bound, max(objective.lost_floor(problem), merged.lost_bound or 0))
+            if merged.proven_optimal:
+                bound, weighted_bound = best, weighted
+                lower = {m: max(v, peak[m]) if weights[m] > 0 else v for m, v in lower.items()}
+            gap = None if not weighted_bound else max(weighted / weighted_bound - 1.0, 0.0)
+        self.progress({"best": best, "bound": bound, "gap": gap, "elapsed": time.perf_counter() - self.t0,
+                       "peak": peak, "lower": lower})  # bytes per memory, for the display

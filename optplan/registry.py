@@ -143,8 +143,9 @@ def _route(problem: Problem, options: dict[str, object], name: str, why: str) ->
     """The ``ROUTE`` planner's raw answer to a problem that planner ``name`` declines (the
     options it takes, the same deadline), marked as routed."""
     target = get(ROUTE)
+    # (not ``params``: each planner's settings are of its own type, and the route's are its defaults)
     result: Result = target.__wrapped__(problem, **{k: v for k, v in options.items()  # type: ignore[attr-defined]
-                                                    if k in target.options})  # type: ignore[attr-defined]
+                                                    if k in target.options and k != "params"})  # type: ignore[attr-defined]
     result.stats["routed_to"] = ROUTE
     result.message = "; ".join(filter(None, [f"{name}: {why}; solved by the {ROUTE!r} portfolio", result.message]))
     return result

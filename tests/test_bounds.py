@@ -82,3 +82,18 @@ def test_alignment_bound_never_below_live_load() -> None:
     # the largest rounding slack (buffer a, alone at step 0) must not pull the bound under the live load
     p = Problem((Buffer("a", 1, 0, 1), Buffer("b", 16, 1, 2), Buffer("c", 16, 1, 2)), (Memory("m", alignment=16),))
     assert lower_bounds(p).lower["m"] == 32
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 12).flatmap(lambda slots: st.tuples(st.just(slots), st.lists(
+    st.tuples(st.integers(0, slots), st.integers(0, slots), st.integers(0, 2**40)), max_size=12))))
+def test_the_one_live_load_sweep_counts_each_slot(case: tuple[int, list[tuple[int, int, int]]]) -> None:
+    """``core.load.live_load`` (the usage curve's, the orderings' and the graph's sweep): slot k holds
+    the bytes of every interval with first <= k < last."""
+    from optplan.core.load import live_load
+
+    slots, spans = case
+    spans = [(min(a, b), max(a, b), z) for a, b, z in spans]
+    first, last, size = (np.array([s[i] for s in spans], np.int64) for i in range(3))
+    got = live_load(first, last, size, slots)
+    assert got.tolist() == [sum(z for a, b, z in spans if a <= k < b) for k in range(slots)]

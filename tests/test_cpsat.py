@@ -10,6 +10,7 @@ from ortools.sat.python import cp_model
 
 from optplan.core.buffer import Buffer, Memory, RelativePlacement
 from optplan.core.errors import ProblemError
+from optplan.core.objective import Objective
 from optplan.core.plan import Placement, Status
 from optplan.core.problem import Problem
 from optplan.core.validate import validate
@@ -110,8 +111,8 @@ def test_feasible_objective_is_not_called_optimal() -> None:
 def test_hint_respects_symmetry_breaking() -> None:
     """Identical buffers hinted in the 'wrong' order: the hint is reordered, not rejected."""
     p = Problem(tuple(Buffer(f"b{i}", 4, 0, 3, hint_offset=4 * (2 - i)) for i in range(3)))
-    part = reduce(p).parts[0]
-    pm = PartModel(part)
+    part = reduce(p, Objective.default(p)).parts[0]
+    pm = PartModel(part, Objective.default(p))
     assert pm.groups == [[0, 1, 2]]
     choices = part.choices({b.id: Placement("mem", b.hint_offset) for b in p.buffers})
     pm.hint(dict(enumerate(choices)))

@@ -1,4 +1,4 @@
-"""auto's CP-SAT decisions at the proven bound (portfolio._floor_decisions): they raise the bound
+"""auto's CP-SAT decisions at the proven bound (portfolio.exact.floor_decisions): they raise the bound
 above the live load where no plan packs there, and a plan found at the bound is optimal."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from brute_force import brute_force_optimum
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optplan import portfolio
 from optplan.core.bounds import lower_bounds
 from optplan.core.buffer import Buffer, Memory
 from optplan.core.deadline import Deadline
@@ -17,8 +16,11 @@ from optplan.core.objective import Objective
 from optplan.core.plan import Status
 from optplan.core.problem import Problem
 from optplan.parts import reduce
+from optplan.portfolio import exact
+from optplan.portfolio import race as racing
 from optplan.portfolio.incumbent import Incumbent
-from optplan.registry import finish, solve
+from optplan.portfolio.params import DEFAULTS
+from optplan.registry import Result, finish, solve
 from optplan.solvers.cpsat import Settings
 from optplan.solvers.part_plans import part_peaks
 
@@ -43,7 +45,7 @@ def _decide(p: Problem, proven: dict[str, int]) -> tuple[bool, Incumbent, dict[s
     part = reduce(p, objective).parts[0]
     inc = Incumbent(part, objective, None)
     stats: dict[str, object] = {}
-    done = portfolio._floor_decisions(part, Deadline(30), Settings(1, 0), objective, inc, proven, stats)
+    done = exact.floor_decisions(part, Deadline(30), Settings(1, 0), objective, inc, proven, stats)
     return done, inc, stats, part
 
 
@@ -63,7 +65,7 @@ def test_decisions_start_from_a_bound_proven_elsewhere() -> None:
     assert done and stats["cpsat_floor"] == {"decisions": 1, "found_at": 8 * 1024}
 
 
-# -- the search deciding the proven bound from the start (portfolio._SearchRace, floor mode) ------------------------
+# -- the search deciding the proven bound from the start (portfolio.race.SearchRace, floor mode) ------------------------
 
 @st.composite
 def _one_memory(draw) -> Problem:
@@ -79,7 +81,7 @@ def _one_memory(draw) -> Problem:
 def test_the_races_minimization_proves_the_brute_force_optimum(p: Problem) -> None:
     """Each refuted capacity raises the bound by one grid unit, never past the optimum, and the
     plan comes down to it: optimal, proven."""
-    plan = portfolio._minimize_search(p, "search", Deadline(30), 0, 1, Objective.parse("min-peak", p))
+    plan = racing.minimize_search(p, "search", Deadline(30), 0, 1, Objective.parse("min-peak", p))
     best = brute_force_optimum(p)
     assert best is not None and plan.status == Status.OPTIMAL
     assert plan.peak["mem"] == plan.lower_bound["mem"] == best[0]
@@ -87,18 +89,18 @@ def test_the_races_minimization_proves_the_brute_force_optimum(p: Problem) -> No
 
 def test_the_races_minimization_refutes_the_gadgets_load_bound() -> None:
     p = _problem(GADGET, scale=1024)
-    plan = portfolio._minimize_search(p, "search", Deadline(30), 0, 1, Objective.parse("min-peak", p))
+    plan = racing.minimize_search(p, "search", Deadline(30), 0, 1, Objective.parse("min-peak", p))
     assert plan.status == Status.OPTIMAL and plan.lower_bound == plan.peak == {"mem": 8 * 1024}
-    assert plan.stats["search_params"] == {"floor_share": portfolio.RACE_FLOOR_SHARE}  # passed down, no global set
+    assert plan.stats["search_params"] == {"floor_share": DEFAULTS.race_floor_share}  # passed down, no global set
 
 
 def test_minimize_mode_races_the_search_at_the_bound() -> None:
     """The race's plan, found at the bound the search proved, is optimal even when the rest of auto
     finds nothing; and auto itself says the race answered."""
     p = _problem(GADGET, scale=1024)
-    race = portfolio._SearchRace.start(p, Deadline(30), Objective.parse("min-peak"), 0, 2)
+    race = racing.SearchRace.start(p, Deadline(30), Objective.parse("min-peak"), 0, 2)
     assert race is not None and race.floor
-    out = race.settle(race.beside(lambda: portfolio.Result(None, message="the rest found nothing")))
+    out = race.settle(race.beside(lambda: Result(None, message="the rest found nothing")))
     assert out.proven_optimal and out.bound == {"mem": 8 * 1024} and out.placements is not None
     plan = solve(p, "auto", time_limit=30, workers=2)
     assert plan.status == Status.OPTIMAL and plan.peak["mem"] == 8 * 1024 and "search_race" in plan.stats
@@ -109,39 +111,39 @@ def test_the_bound_the_race_proved_reaches_the_rests_plan(monkeypatch) -> None:
     rest's plan gets the bound it proved, and is optimal when it meets it."""
     p = _problem(GADGET, scale=1024)
 
-    def refute_only(problem, name, deadline, seed, workers, objective):
+    def refute_only(problem, name, deadline, seed, workers, objective, params):
         capped = Problem(problem.buffers, (Memory("mem", capacity=7 * 1024),))
         plan = solve(capped, name, deadline=deadline, seed=seed, objective="feasible", workers=workers)
         assert plan.status == Status.INFEASIBLE and plan.lower_bound == {}  # (issue 31: no bound where no plan exists)
         # the race's answer without a plan: the bound its refutation of 7 KiB proves (sizes in KiB)
         return replace(plan, placements={}, status=Status.UNKNOWN, lower_bound={"mem": 8 * 1024})
 
-    monkeypatch.setattr(portfolio, "_minimize_search", refute_only)
-    race = portfolio._SearchRace.start(p, Deadline(30), Objective.parse("min-peak"), 0, 2)
+    monkeypatch.setattr(racing, "minimize_search", refute_only)
+    race = racing.SearchRace.start(p, Deadline(30), Objective.parse("min-peak"), 0, 2)
     assert race is not None
     rest = solve(p, "search", time_limit=30).placements
 
-    def after_the_race() -> portfolio.Result:
+    def after_the_race() -> Result:
         race.watcher.join(30)  # the refutation ends first: a rest's plan settles the race and halts it (at load it lost)
-        return portfolio.Result(rest, bound={"mem": 7 * 1024})
+        return Result(rest, bound={"mem": 7 * 1024})
 
     out = race.settle(race.beside(after_the_race))
     assert out.bound == {"mem": 8 * 1024} and out.placements == rest
     assert finish(p, out, "auto", 0.0).status == Status.OPTIMAL
 
 
-def _race_against(monkeypatch, p: Problem, race_planner: str, rest: portfolio.Result) -> portfolio.Result:
+def _race_against(monkeypatch, p: Problem, race_planner: str, rest: Result) -> Result:
     """The race settled with ``race_planner``'s plan standing for the race's minimization (its
     time run out: FEASIBLE) and ``rest`` for the rest of auto's answer."""
-    def ended(problem, name, deadline, seed, workers, objective):
+    def ended(problem, name, deadline, seed, workers, objective, params):
         plan = solve(problem, race_planner)
         return replace(plan, status=Status.FEASIBLE, lower_bound={"mem": 7 * 1024})
 
-    monkeypatch.setattr(portfolio, "_minimize_search", ended)
-    race = portfolio._SearchRace.start(p, Deadline(30), Objective.parse("min-peak"), 0, 2)
+    monkeypatch.setattr(racing, "minimize_search", ended)
+    race = racing.SearchRace.start(p, Deadline(30), Objective.parse("min-peak"), 0, 2)
     assert race is not None
 
-    def after_the_race() -> portfolio.Result:
+    def after_the_race() -> Result:
         race.watcher.join(30)
         return rest
 
@@ -153,7 +155,7 @@ def test_the_races_plan_stands_when_the_rest_has_a_worse_one(monkeypatch) -> Non
     minimalloc/D the rest's plan was 1007 KiB where the search alone reached 1000)."""
     p = _problem(GADGET, scale=1024)
     worse = solve(p, "naive").placements  # everything stacked
-    out = _race_against(monkeypatch, p, "search", portfolio.Result(worse, bound={"mem": 7 * 1024}))
+    out = _race_against(monkeypatch, p, "search", Result(worse, bound={"mem": 7 * 1024}))
     assert out.placements is not None and out.placements != worse and out.stats["kept_search_race"]
     assert finish(p, out, "auto", 0.0).peak["mem"] == 8 * 1024
 
@@ -161,5 +163,5 @@ def test_the_races_plan_stands_when_the_rest_has_a_worse_one(monkeypatch) -> Non
 def test_the_rests_plan_stands_when_the_races_is_worse(monkeypatch) -> None:
     p = _problem(GADGET, scale=1024)
     better = solve(p, "search").placements
-    out = _race_against(monkeypatch, p, "naive", portfolio.Result(better, bound={"mem": 7 * 1024}))
+    out = _race_against(monkeypatch, p, "naive", Result(better, bound={"mem": 7 * 1024}))
     assert out.placements == better and "kept_search_race" not in out.stats

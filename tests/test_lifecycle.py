@@ -256,8 +256,8 @@ def test_a_heuristic_pass_that_outlasts_the_deadline_is_killed_and_the_earlier_p
     ``auto`` answers with the best of them, validated, and says which heuristic was stopped."""
     from functools import partial
 
-    from optplan import portfolio
     from optplan.heuristics import run
+    from optplan.portfolio import pipeline
 
     solve = registry.solve
 
@@ -268,7 +268,7 @@ def test_a_heuristic_pass_that_outlasts_the_deadline_is_killed_and_the_earlier_p
 
     p = _generated(400)
     heuristics_apart = partial(run.run_heuristics, params=run.StageParams(apart_units=0))
-    monkeypatch.setattr(portfolio, "run_heuristics", heuristics_apart)  # auto's heuristics, below, apart too
+    monkeypatch.setattr(pipeline, "run_heuristics", heuristics_apart)  # auto's heuristics, below, apart too
     monkeypatch.setattr(run, "heuristic_names", lambda: ["naive", "position-greedy", "greedy-size"])
     monkeypatch.setattr(registry, "solve", slow)
     plans, errors = heuristics_apart(p, Deadline(3.0), workers=1, improve=False)

@@ -149,8 +149,8 @@ def test_huge_default_weights_are_solved_lexicographically(tmp_path: Path) -> No
     big = 2**30
     p = Problem((Buffer("a", big + 7, 0, 3, allowed=("slow",)), Buffer("b", big + 1, 0, 2), Buffer("c", big + 3, 1, 3)),
                 (Memory("fast"), Memory("slow")))
-    part = reduce(p).parts[0]
-    assert milp.build_model(part).stages == ("slow", "fast", milp.LOST_STAGE)  # then min-peak's tie-break
+    part = reduce(p, Objective.default(p)).parts[0]
+    assert milp.build_model(part, Objective.default(p)).stages == ("slow", "fast", milp.LOST_STAGE)  # then min-peak's tie-break
     for name in ("milp-cbc", "milp-highs"):
         plan = registry.solve(p, name, time_limit=30)
         assert plan.status == Status.OPTIMAL, plan.message
@@ -165,10 +165,10 @@ def test_least_offsets_of_the_solution_order_survive_imprecise_printed_offsets()
     binaries still give the exact plan."""
     big = 10**9
     p = Problem((Buffer("a", big + 1, 0, 2), Buffer("b", big + 3, 1, 3), Buffer("c", 7, 0, 3)))
-    part = reduce(p).parts[0]
+    part = reduce(p, Objective.default(p)).parts[0]
     plan = registry.solve(p, "greedy-size")
     choices = part.choices(plan.placements)
-    model = milp.build_model(part, "min-peak", choices)
+    model = milp.build_model(part, Objective.parse("min-peak"), choices)
     values = {v.name: v.varValue for v in model.lp.variables()}
     printed = {n: (float(f"{v:.8g}") if n.startswith("o_") else v) for n, v in values.items()}
     raw = milp.read_choices(part, printed.get)
@@ -197,10 +197,10 @@ def test_warm_start_values_satisfy_the_model() -> None:
                 (Memory("fast", capacity=12, alignment=2), Memory("slow")),
                 (RelativePlacement("c", "d", -2),))
     plan = registry.solve(p, "greedy-size")
-    red = reduce(p)
+    red = reduce(p, Objective.default(p))
     for part in red.parts:
         choices = part.choices(plan.placements)
-        model = milp.build_model(part, "min-peak", choices)
+        model = milp.build_model(part, Objective.parse("min-peak"), choices)
         for c in model.lp.constraints():
             assert c.valid(eps=1e-9), (c.name, c.value())
         for v in model.lp.variables():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -22,22 +23,21 @@ from optplan.core.plan import Placement, Status
 from optplan.core.problem import Problem
 from optplan.formats import read_problem
 from optplan.heuristics import run as heuristics_run
-from optplan.registry import names, solve
+from optplan.portfolio import lns, part_stage, pipeline, race
+from optplan.portfolio.params import PortfolioParams
+from optplan.registry import Result, names, solve
 from optplan.solvers import cpsat  # the portfolio imports CP-SAT's ``run`` from here when it runs it
 from optplan.solvers.outcome import Outcome
 
-
-@pytest.fixture
-def no_members(monkeypatch):
-    """The search engine is tested by its own suite; here auto runs heuristics + CP-SAT + LNS."""
-    monkeypatch.setattr(portfolio, "SEARCH_MEMBERS", ())
+# The search engine is tested by its own suite; here auto runs heuristics + CP-SAT + LNS.
+NO_MEMBERS = PortfolioParams(search_members=())
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(problems())
-def test_auto_matches_brute_force(no_members, problem: Problem) -> None:
-    check_exact(problem, "auto")
+def test_auto_matches_brute_force(problem: Problem) -> None:
+    check_exact(problem, "auto", params=NO_MEMBERS)
 
 
 def test_auto_is_the_cli_default_and_takes_the_cli_options() -> None:
@@ -46,12 +46,12 @@ def test_auto_is_the_cli_default_and_takes_the_cli_options() -> None:
     assert {"time_limit", "workers", "seed", "objective", "progress"} <= get("auto").options
 
 
-def test_auto_no_worse_than_every_heuristic_within_the_limit(no_members, shared) -> None:
+def test_auto_no_worse_than_every_heuristic_within_the_limit(shared) -> None:
     # D: without the search engine, heuristics + CP-SAT + LNS stay above its bound for far longer
     # than 6 s (1.08 x after 60 s), so the answer must be FEASIBLE with a gap; C is solved too often
     problem = read_problem(shared / "minimalloc" / "D.1048576.csv")
     seen = []
-    plan = solve(problem, "auto", time_limit=6, workers=2, progress=seen.append)
+    plan = solve(problem, "auto", params=NO_MEMBERS, time_limit=6, workers=2, progress=seen.append)
     assert plan.found and plan.status == Status.FEASIBLE and plan.gap > 0
     assert plan.seconds <= 6 * 1.1 + 1
     heuristics = plan.stats["heuristics"]
@@ -61,54 +61,53 @@ def test_auto_no_worse_than_every_heuristic_within_the_limit(no_members, shared)
     assert all(r["best"] is None or r["best"] >= plan.objective_bound for r in seen)
 
 
-def test_heuristic_incumbent_comes_back_when_the_solver_finds_nothing_better(no_members, shared) -> None:
+def test_heuristic_incumbent_comes_back_when_the_solver_finds_nothing_better(shared) -> None:
     problem = read_problem(shared / "minimalloc" / "E.1048576.csv")
-    plan = solve(problem, "auto", time_limit=0.5, workers=1)
+    plan = solve(problem, "auto", params=NO_MEMBERS, time_limit=0.5, workers=1)
     assert plan.status == Status.FEASIBLE  # not OPTIMAL, not UNKNOWN: the warm start is a plan
     assert plan.objective_value <= min(v for v in plan.stats["heuristics"].values() if v is not None)
 
 
 def test_registered_members_are_looked_up_by_name(monkeypatch) -> None:
-    """Any registered planner named in SEARCH_MEMBERS is run on single-memory parts."""
-    monkeypatch.setattr(portfolio, "SEARCH_MEMBERS", ("greedy-size", "no-such-planner"))
+    """Any registered planner named in ``search_members`` is run on single-memory parts."""
     monkeypatch.setattr(heuristics_run, "heuristic_names", list)  # so the member has work to do
     p = Problem(tuple(Buffer(f"b{i}", 1 + i % 3, i % 5, i % 5 + 2) for i in range(12)))
-    plan = solve(p, "auto", time_limit=5, workers=1)
+    plan = solve(p, "auto", time_limit=5, workers=1, params=PortfolioParams(search_members=("greedy-size", "no-such-planner")))
     assert plan.found
     assert "greedy-size_status" in plan.stats
     assert "no-such-planner_status" not in plan.stats
 
 
-def test_infeasible_capacity_is_proven_by_auto(no_members) -> None:
+def test_infeasible_capacity_is_proven_by_auto() -> None:
     p = Problem((Buffer("a", 1, 0, 3), Buffer("b", 2, 0, 1, fixed_offset=0), Buffer("c", 2, 2, 3, fixed_offset=1)),
                 (Memory("m", capacity=3),))
-    plan = solve(p, "auto", time_limit=5, workers=1)
+    plan = solve(p, "auto", params=NO_MEMBERS, time_limit=5, workers=1)
     assert plan.status == Status.INFEASIBLE
 
 
-def test_auto_deterministic_mode_repeats(no_members) -> None:
+def test_auto_deterministic_mode_repeats() -> None:
     p = Problem(tuple(Buffer(f"b{i}", 1 + (7 * i) % 5, i % 6, i % 6 + 1 + i % 4) for i in range(24)))
-    a = solve(p, "auto", time_limit=3, workers=2, seed=3, deterministic=True)
-    b = solve(p, "auto", time_limit=3, workers=2, seed=3, deterministic=True)
+    a = solve(p, "auto", params=NO_MEMBERS, time_limit=3, workers=2, seed=3, deterministic=True)
+    b = solve(p, "auto", params=NO_MEMBERS, time_limit=3, workers=2, seed=3, deterministic=True)
     assert a.found and a.placements == b.placements
 
 
-def test_capacity_met_by_descending_from_a_plan_without_capacity(no_members, shared) -> None:
+def test_capacity_met_by_descending_from_a_plan_without_capacity(shared) -> None:
     """Every heuristic fails at this capacity (they pack greedily and give up); auto starts from
     a plan without the capacity and brings the peak below it."""
     problem = read_problem(shared / "minimalloc" / "A.1048576.csv").with_capacity(1_200_000)
-    plan = solve(problem, "auto", time_limit=10, workers=2)
+    plan = solve(problem, "auto", params=NO_MEMBERS, time_limit=10, workers=2)
     if all(v is None for v in plan.stats["heuristics"].values()):
         assert "elastic_start" in plan.stats
     assert plan.found and plan.peak["mem"] <= 1_200_000
 
 
-def test_auto_deterministic_on_a_hard_instance(no_members, shared) -> None:
+def test_auto_deterministic_on_a_hard_instance(shared) -> None:
     """Hill-climb and CP-SAT both search here: in deterministic mode neither may depend on load."""
     p = read_problem(shared / "minimalloc" / "A.1048576.csv")
     # 3 deterministic seconds: hill-climb takes its 1 s, the full CP-SAT model half of the rest, LNS the rest
-    a = solve(p, "auto", time_limit=3, workers=2, seed=1, deterministic=True)
-    b = solve(p, "auto", time_limit=3, workers=2, seed=1, deterministic=True)
+    a = solve(p, "auto", params=NO_MEMBERS, time_limit=3, workers=2, seed=1, deterministic=True)
+    b = solve(p, "auto", params=NO_MEMBERS, time_limit=3, workers=2, seed=1, deterministic=True)
     assert a.stats["lns_moves"] > 0  # CP-SAT and LNS searched, after hill-climb (every heuristic runs)
     assert "deterministic_wall_capped" not in a.stats and "deterministic_wall_capped" not in b.stats
     assert a.found and a.placements == b.placements
@@ -142,9 +141,8 @@ def test_a_bound_the_search_member_proved_is_kept(monkeypatch) -> None:
         # a poor plan (every buffer to itself) and a bound its proofs reached before its time ran out
         return Result(stacked, bound={m: optimum})
 
-    monkeypatch.setattr(portfolio, "SEARCH_MEMBERS", ("fake-search",))
     monkeypatch.setattr(cpsat, "run", lambda *a, **k: Outcome(None, status="UNKNOWN"))
-    plan = solve(p, "auto", time_limit=2, workers=1)
+    plan = solve(p, "auto", time_limit=2, workers=1, params=PortfolioParams(search_members=("fake-search",)))
     assert plan.stats.get("fake-search_status") == "FEASIBLE"
     assert goals == [{m: lower_bounds(p).lower[m]}]  # a single part: good enough at the memory's bound
     assert plan.status == Status.OPTIMAL and plan.peak[m] == optimum and plan.lower_bound[m] == optimum
@@ -160,7 +158,7 @@ def test_auto_never_worse_than_any_of_its_heuristics(monkeypatch, problem: Probl
     auto matched hill-climb's few steps depended on CP-SAT proving a 2-unit part within 10 ms
     (on main, 6 of 10 repeats of one of hypothesis' examples failed at load 8)."""
     stage = heuristics_run.StageParams(improving_seconds=60.0)  # auto's hill-climb: all the time it has
-    monkeypatch.setattr(portfolio, "run_heuristics", partial(heuristics_run.run_heuristics, params=stage))
+    monkeypatch.setattr(pipeline, "run_heuristics", partial(heuristics_run.run_heuristics, params=stage))
     names = [n for n in registry.heuristic_names() if limit >= 0.2 or not heuristics_run.improving(n)]
     alone = [solve(problem, n, time_limit=60.0) for n in names]
     found = [p.objective_value for p in alone if p.found]
@@ -219,11 +217,11 @@ def test_members_race_and_the_first_answer_is_shared(monkeypatch) -> None:
     parent = __import__("os").getpid()
     halted: list = []
     monkeypatch.setattr(heuristics_run, "heuristic_names", lambda: ["naive"])  # a poor start: work to do
-    monkeypatch.setattr(portfolio, "SEARCH_MEMBERS", ("fake-search",))
-    monkeypatch.setattr(portfolio, "SEARCH_FIRST", 0)  # straight to the race
-    monkeypatch.setattr(portfolio, "FLOOR_RACE_SHARE", 0)  # the part's race, not the one at the bound from the start
     monkeypatch.setattr(cpsat, "run", _slow_cpsat(halted))
-    plan = solve(p, "auto", time_limit=30, workers=2)
+    params = PortfolioParams(search_members=("fake-search",),
+                             search_first=0,  # straight to the race
+                             floor_race_share=0)  # the part's race, not the one at the bound from the start
+    plan = solve(p, "auto", time_limit=30, workers=2, params=params)
     assert plan.stats["fake-search_status"] == "OPTIMAL"
     assert plan.status == Status.OPTIMAL and plan.peak[m] == optimum
     assert plan.placements == best
@@ -252,8 +250,8 @@ def test_lns_moves_from_the_incumbent_another_member_found() -> None:
     inc = Incumbent(part, objective, poor)
     offered = threading.Timer(0.5, lambda: inc.offer(good, "other"))
     offered.start()
-    stats = portfolio.lns(part, inc, Settings(1, 0), objective, Deadline(20), 0,
-                          goal=lambda c: all(v <= target[m] for m, v in part_peaks(part, c).items()))
+    stats = lns.lns(part, inc, Settings(1, 0), objective, Deadline(20), 0,
+                          good_enough=lambda c: all(v <= target[m] for m, v in part_peaks(part, c).items()))
     offered.join()
     assert inc.source in ("other", "lns") and part_peaks(part, inc.get()[0]) == target
     assert stats["lns_moves"] >= 0
@@ -284,11 +282,10 @@ def test_the_search_dives_beside_the_heuristics_at_scale(monkeypatch, workers: i
     warm start like theirs, and the parts do not dive again; with one worker it does not start."""
     from optplan.search.params import SearchParams
 
-    monkeypatch.setattr(portfolio, "SEARCH_MAX_UNITS", 10)
-    monkeypatch.setattr(portfolio, "search_params", lambda: SearchParams(max_overlap_pairs=5))  # auto's and its search's
+    params = PortfolioParams(search_max_units=10, search=SearchParams(max_overlap_pairs=5))  # auto's and its searches'
     monkeypatch.setattr(heuristics_run, "heuristic_names", lambda: ["naive"])  # a poor start
     p = Problem(tuple(Buffer(f"b{i}", 1 + (7 * i) % 5, i % 6, i % 6 + 1 + i % 4) for i in range(40)))
-    plan = solve(p, "auto", time_limit=30, workers=workers)
+    plan = solve(p, "auto", time_limit=30, workers=workers, params=params)
     naive = solve(p, "naive")
     assert plan.found and plan.objective_value <= naive.objective_value
     if workers == 1:
@@ -304,19 +301,19 @@ def _small() -> Problem:
 
 
 def test_the_search_answers_alone_before_a_race_costs_a_fork(monkeypatch) -> None:
-    """A part the search settles within SEARCH_FIRST seconds is answered without forking a member
+    """A part the search settles within ``search_first`` seconds is answered without forking a member
     or building CP-SAT's model (minimize mode, the heuristic's plan above the bound)."""
     def no_fork(*args, **kwargs):
         raise AssertionError("forked")
 
-    monkeypatch.setattr(portfolio, "fork_member", no_fork)
+    monkeypatch.setattr(part_stage, "fork_member", no_fork)
     monkeypatch.setattr(cpsat, "run", no_fork)
-    monkeypatch.setattr(portfolio, "FLOOR_RACE_SHARE", 0)  # the race at the bound forks at once (test_floor_decisions)
     monkeypatch.setattr(heuristics_run, "heuristic_names", lambda: ["naive"])
     p = _small()
     m = p.memory_names[0]
     optimum = solve(p, "search", time_limit=30).peak[m]
-    plan = solve(p, "auto", time_limit=30, workers=2)
+    no_race = PortfolioParams(floor_race_share=0)  # the race at the bound forks at once (test_floor_decisions)
+    plan = solve(p, "auto", time_limit=30, workers=2, params=no_race)
     assert plan.status == Status.OPTIMAL and plan.stats["search_status"] == "OPTIMAL" and plan.peak[m] == optimum
 
 
@@ -327,22 +324,22 @@ def test_feasibility_mode_races_the_search_on_the_whole_problem_from_the_start(m
     p = _small()
     m = p.memory_names[0]
     optimum = solve(p, "search", time_limit=30).peak[m]
-    race = portfolio._SearchRace.start(p.with_capacity(optimum), Deadline(30), Objective.parse("feasible"), 0, 2)
-    assert race is not None
-    plan = race.settle(race.beside(lambda: portfolio.Result(None, message="the rest found nothing")))
+    searching = race.SearchRace.start(p.with_capacity(optimum), Deadline(30), Objective.parse("feasible"), 0, 2)
+    assert searching is not None
+    plan = searching.settle(searching.beside(lambda: Result(None, message="the rest found nothing")))
     assert plan.placements is not None and plan.stats["search_race"].startswith(("FEASIBLE", "OPTIMAL"))
     through_auto = solve(p.with_capacity(optimum), "auto", time_limit=30, workers=2, objective="feasible")
     assert through_auto.found and "search_race" in through_auto.stats and through_auto.peak[m] <= optimum
 
 
 def test_the_race_beside_the_search_runs_at_a_lower_priority() -> None:
-    """``_lower_priority`` lowers the calling thread only (Linux), not the caller's other threads."""
+    """``race.lower_priority`` lowers the calling thread only (Linux), not the caller's other threads."""
     if sys.platform != "linux":
         pytest.skip("nice values are per thread only on Linux")
     seen: list[int] = []
 
     def rest() -> None:
-        portfolio._lower_priority(3)
+        race.lower_priority(3)
         seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
 
     mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
@@ -359,23 +356,22 @@ def test_no_parts_stage_when_splitting_would_outlast_the_limit(monkeypatch) -> N
     def no_reduce(*args, **kwargs):
         raise AssertionError("split into parts")
 
-    monkeypatch.setattr(portfolio, "REDUCE_SECONDS_PER_UNIT", 1e3)
-    monkeypatch.setattr(portfolio, "REDUCE_COLUMNS_SECONDS_PER_UNIT", 1e3)  # (split on its arrays)
-    monkeypatch.setattr(portfolio, "FLOOR_RACE_SHARE", 0)
+    slow = PortfolioParams(reduce_seconds_per_unit=1e3, reduce_columns_seconds_per_unit=1e3,  # (split on its arrays)
+                           floor_race_share=0)
     monkeypatch.setattr(heuristics_run, "heuristic_names", lambda: ["naive"])
     p = _small()
-    assert solve(p, "auto", deterministic=True, time_limit=1).stats.get("parts_not_run") is None  # as always
-    assert portfolio._one_section(p.columns.start, p.columns.end)  # one part: a cheap split, done
-    assert solve(p, "auto", time_limit=30).stats.get("parts_not_run") is None
-    monkeypatch.setattr(portfolio, "REDUCE_ONE_PART_SECONDS_PER_UNIT", 1e3)
-    monkeypatch.setattr(portfolio, "reduce", no_reduce)
+    assert solve(p, "auto", deterministic=True, time_limit=1, params=slow).stats.get("parts_not_run") is None  # as always
+    assert pipeline._one_section(p.columns.start, p.columns.end)  # one part: a cheap split, done
+    assert solve(p, "auto", time_limit=30, params=slow).stats.get("parts_not_run") is None
+    slow = replace(slow, reduce_one_part_seconds_per_unit=1e3)
+    monkeypatch.setattr(pipeline, "reduce", no_reduce)
     naive = solve(p, "naive")
     assert naive.status == Status.FEASIBLE  # work left for the parts
-    plan = solve(p, "auto", time_limit=30)
+    plan = solve(p, "auto", time_limit=30, params=slow)
     assert plan.placements == naive.placements and plan.status == Status.FEASIBLE
     assert plan.stats["kept_heuristic"] == "naive" and "parts_not_run" in plan.stats
-    monkeypatch.setattr(portfolio, "run_heuristics", lambda *a, **k: ([], {}))
-    plan = solve(p, "auto", time_limit=30)
+    monkeypatch.setattr(pipeline, "run_heuristics", lambda *a, **k: ([], {}))
+    plan = solve(p, "auto", time_limit=30, params=slow)
     assert plan.status == Status.UNKNOWN and plan.seconds < 10 and "parts_not_run" in plan.stats
 
 
@@ -390,7 +386,25 @@ def test_the_race_names_its_bound_in_bytes_not_as_a_dict() -> None:
         def result(self) -> object:
             return plan
 
-    race = portfolio._SearchRace(problem, plan.objective, Answered(), Deadline(None), Deadline(None), floor=True)  # type: ignore[arg-type]
-    result = race.settle(None)
+    answered = race.SearchRace(problem, plan.objective, Answered(), Deadline(None), Deadline(None), floor=True)  # type: ignore[arg-type]
+    result = answered.settle(None)
     assert result.message == "search: a plan at the proven bound (mem 99.66 MiB)"
     assert result.stats["search_race"].endswith(" at mem 99.66 MiB")
+
+
+def test_the_portfolios_settings_are_a_value_passed_as_an_option() -> None:
+    """``params`` is auto's option like any other: the fields that differ from the defaults are
+    shown in the plan's stats, a value of another type is one clear error, and a problem the
+    search declines (several memories to choose from) reaches auto without the search's own."""
+    from optplan.core.errors import OptplanError
+    from optplan.search.params import SearchParams
+
+    p = _small()
+    plan = solve(p, "auto", time_limit=5, workers=1, params=PortfolioParams(lns_free=12, quick_units=0))
+    assert plan.found and plan.stats["portfolio_params"] == {"lns_free": 12, "quick_units": 0}
+    assert "portfolio_params" not in solve(p, "auto", time_limit=5, workers=1).stats
+    with pytest.raises(OptplanError, match="PortfolioParams"):
+        solve(p, "auto", params=SearchParams())
+    choosing = p.with_memories((Memory("fast", 8), Memory("slow")))
+    routed = solve(choosing, "search", time_limit=5, workers=1, params=SearchParams(first_limit=10))
+    assert routed.found and routed.stats["routed_to"] == "auto"

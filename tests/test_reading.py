@@ -202,15 +202,16 @@ def test_study_progress_of_two_memories_is_in_bytes() -> None:
 def test_the_search_race_reports_its_plans_as_it_finds_them(shared) -> None:
     """auto's search beside the rest (a forked process) sends each plan it finds to the display
     as it finds it, in the objective's terms and in bytes, not only when the race ends."""
-    from optplan import portfolio
     from optplan.core.deadline import Deadline
     from optplan.core.objective import Objective
     from optplan.formats import read_problem
+    from optplan.portfolio.race import SearchRace
+    from optplan.registry import Result
 
     p = read_problem(shared / "minimalloc" / "A.1048576.csv")
     seen: list[dict] = []
-    race = portfolio._SearchRace.start(p, Deadline(20), Objective.parse("min-peak", p), 0, 2, seen.append)
+    race = SearchRace.start(p, Deadline(20), Objective.parse("min-peak", p), 0, 2, progress=seen.append)
     assert race is not None and race.floor
-    race.settle(race.beside(lambda: portfolio.Result(None, message="the rest found nothing")))
+    race.settle(race.beside(lambda: Result(None, message="the rest found nothing")))
     found = [r for r in seen if r.get("best") is not None]
     assert found and all(r["peak"] == {"mem": r["best"]} and r["lower"] == {"mem": r["bound"]} for r in found), seen

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optplan.core.buffer import Buffer, Memory, RelativePlacement
+from optplan.core.objective import Objective
 from optplan.core.plan import Placement, Status
 from optplan.core.problem import Problem
 from optplan.core.validate import validate
@@ -56,7 +57,7 @@ def test_grid_is_the_gcd_of_everything_that_places_bytes() -> None:
 def test_part_scaling_round_trip() -> None:
     p = Problem((Buffer("a", 2048, 0, 2), Buffer("b", 1024, 1, 3), Buffer("c", 1024, 1, 3)),
                 (Memory("m", capacity=5000),), (RelativePlacement("c", "b", 1024),))
-    part = reduce(p).parts[0]
+    part = reduce(p, Objective.default(p)).parts[0]
     assert part.scale == 1024 and part.capacity == {"m": 4}
     assert part.lower == {"m": 4}
     choices = [("m", 0), ("m", 2)]
@@ -68,7 +69,7 @@ def test_part_scaling_round_trip() -> None:
 
 def test_settle_moves_a_plan_onto_the_grid_without_raising_peaks() -> None:
     p = Problem((Buffer("a", 4, 0, 2), Buffer("b", 4, 1, 3), Buffer("c", 8, 3, 4)))
-    part = reduce(p, split=False).parts[0]
+    part = reduce(p, Objective.default(p), split=False).parts[0]
     loose = {"a": Placement("mem", 1), "b": Placement("mem", 6), "c": Placement("mem", 3)}
     choices = settle(part, loose)
     assert choices is not None
@@ -112,7 +113,7 @@ def test_empty_buffers_are_placed_validly() -> None:
     p = Problem((Buffer("a", 4, 0, 3), Buffer("z", 0, 0, 3, alignment=8), Buffer("w", 0, 1, 2),
                  Buffer("f", 0, 1, 2, fixed_offset=3)), (Memory("m", capacity=8),),
                 (RelativePlacement("w", "a", 2),))
-    red = reduce(p)
+    red = reduce(p, Objective.default(p))
     assert set(red.empty) == {"z", "f"}
     plan = solve(p, "cpsat", time_limit=5, workers=1)
     assert plan.status == Status.OPTIMAL and validate(p, plan.placements) == []
@@ -122,7 +123,7 @@ def test_merge_proves_a_memory_optimal_from_its_hardest_section() -> None:
     """Section 1 needs 8 bytes; section 2's plan (6 of a possible 4) is not optimal, but it stays
     under 8, so the whole memory's peak 8 is proven optimal."""
     p = Problem((Buffer("a", 8, 0, 2), Buffer("b", 2, 5, 7), Buffer("c", 2, 5, 7)))
-    red = reduce(p)
+    red = reduce(p, Objective.default(p))
     assert len(red.parts) == 2
     results = []
     for part in red.parts:
@@ -137,7 +138,7 @@ def test_merge_proves_a_memory_optimal_from_its_hardest_section() -> None:
 
 def test_merge_reports_an_infeasible_part() -> None:
     p = Problem((Buffer("a", 8, 0, 2), Buffer("b", 2, 5, 7)))
-    red = reduce(p)
+    red = reduce(p, Objective.default(p))
     merged = merge(red, [Result(None, proven_infeasible=True, message="no"), Result(None)])
     assert merged.proven_infeasible and merged.placements is None
 
@@ -145,8 +146,8 @@ def test_merge_reports_an_infeasible_part() -> None:
 def test_multi_memory_min_peak_is_not_cut_in_time() -> None:
     """Cutting in time would let each section trade memories on its own; not exact, so not done."""
     p = Problem((Buffer("a", 8, 0, 2), Buffer("b", 2, 5, 7)), TWO)
-    assert len(reduce(p).parts) == 1
-    assert len(reduce(p, "feasible").parts) == 2
+    assert len(reduce(p, Objective.default(p)).parts) == 1
+    assert len(reduce(p, Objective.parse("feasible")).parts) == 2
 
 
 @settings(max_examples=80, deadline=None)
@@ -160,10 +161,10 @@ def test_reduce_on_columns_equals_the_unit_by_unit_reduction(capacity, align: in
     p = Problem(tuple(Buffer(f"b{i}", z, s, s + d, alignment=a) for i, (s, d, z, a) in enumerate(rows)),
                 (Memory("mem", capacity=capacity, alignment=align),), metadata={"source": "t"})
     assert reduce_module.columns_only(p)
-    got = reduce(p)
+    got = reduce(p, Objective.default(p))
     with pytest.MonkeyPatch.context() as m:
         m.setattr(reduce_module, "columns_only", lambda problem: False)
-        ref = reduce(p)
+        ref = reduce(p, Objective.default(p))
     assert got.empty == ref.empty and len(got.parts) == len(ref.parts)
     for a, b in zip(got.parts, ref.parts):
         assert (a.units, a.scaled, a.memories, a.capacity, a.lower, a.scale, a.component) == \
@@ -171,3 +172,24 @@ def test_reduce_on_columns_equals_the_unit_by_unit_reduction(capacity, align: in
         assert a.sub_problem.buffers == b.sub_problem.buffers and a.sub_problem.memories == b.sub_problem.memories
         assert a.sub_problem.metadata == b.sub_problem.metadata
         assert lower_bounds(a.sub_problem).lower == lower_bounds(b.sub_problem).lower
+
+
+def test_the_one_parts_loop_goes_smallest_first_shares_the_time_and_stops_at_a_proof() -> None:
+    """``solve_in_turn`` (the exact planners' loop and the portfolio's): the smaller part first, on
+    its share of the time by size; a part proven infeasible ends the loop and the merged answer."""
+    from optplan.core.deadline import Deadline
+    from optplan.parts import solve_in_turn
+
+    p = Problem((Buffer("a", 2, 0, 2), Buffer("b", 3, 0, 2), Buffer("c", 1, 1, 2), Buffer("d", 4, 5, 6)))
+    red = reduce(p, Objective.parse(None, p))
+    assert sorted(len(part.units) for part in red.parts) == [1, 3]
+    seen: list[tuple[int, float]] = []
+    reports: list[dict] = []
+
+    def one(i: int, share: Deadline, report) -> Result:
+        seen.append((len(red.parts[i].units), round(share.seconds, 1)))
+        return Result(None, proven_infeasible=True, message="refuted")
+
+    out = solve_in_turn(red, Deadline(40.0, deterministic=True), one, reports.append)
+    assert seen == [(1, 10.0)]  # the smaller part, a quarter of the units: a quarter of the time; then no more
+    assert out.proven_infeasible and out.message == "refuted" and len(reports) == 1

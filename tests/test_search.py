@@ -18,6 +18,7 @@ from optplan.core.bounds import lower_bounds
 from optplan.core.buffer import Buffer, Gap, Memory, RelativePlacement
 from optplan.core.deadline import Deadline
 from optplan.core.errors import ProblemError
+from optplan.core.objective import Objective
 from optplan.core.plan import Status, peaks
 from optplan.core.problem import Problem
 from optplan.core.validate import validate
@@ -30,6 +31,7 @@ from optplan.search.params import ALL_RULES, DEFAULTS, Rules, SearchParams
 from optplan.search.planner import time_parts
 
 NODES_PER_SECOND = DEFAULTS.nodes_per_second
+MIN_PEAK = Objective.parse("min-peak")  # (engine.solve takes an Objective, as the planner hands it)
 DIVES_ONLY = SearchParams(max_overlap_pairs=10)  # every instance with more overlapping pairs only dives
 
 
@@ -357,7 +359,7 @@ def test_a_goal_stops_minimization_there_and_proves_only_truths(problem: Problem
     capacity = problem.memory("m").capacity
     assume(reference is not None or capacity is not None)  # else the planner's bounds prove it (fixed overlap)
     inst = build(problem, "m", list(problem.units))
-    ans = engine.solve(inst, capacity, lower_bounds(problem).lower["m"], "min-peak", Deadline(10.0), goal=goal)
+    ans = engine.solve(inst, capacity, lower_bounds(problem).lower["m"], MIN_PEAK, Deadline(10.0), goal=goal)
     if reference is None:
         assert ans.offsets is None and ans.infeasible
         return
@@ -972,7 +974,7 @@ def test_an_undecided_floor_does_not_keep_the_plan_from_coming_down(monkeypatch:
     lb = lower_bounds(problem).lower["mem"]
     _stall_decisions(monkeypatch, only_at=lb)
     inst = build(problem, "mem", list(problem.units))
-    ans = engine.solve(inst, None, lb, "min-peak", Deadline(600.0, deterministic=True).part(5.0))  # a wall guard far off
+    ans = engine.solve(inst, None, lb, MIN_PEAK, Deadline(600.0, deterministic=True).part(5.0))  # a wall guard far off
     assert ans.timed_out and ans.bound == lb and ans.dive_peak == lb + 16
     assert ans.peak is not None and ans.peak <= lb + 2
 
@@ -980,14 +982,14 @@ def test_an_undecided_floor_does_not_keep_the_plan_from_coming_down(monkeypatch:
 @pytest.mark.parametrize("share", [DEFAULTS.floor_share, 4.0])
 def test_the_larger_slice_goes_first(monkeypatch: pytest.MonkeyPatch, share: float) -> None:
     """The search alone gives the bound a quarter of the slice of the decision below its best plan,
-    after it; auto's race (``portfolio.RACE_FLOOR_SHARE``) four times, first: a bound decided in its
+    after it; auto's race (``PortfolioParams.race_floor_share``) four times, first: a bound decided in its
     first slice is not kept waiting behind a plan that cannot beat it. Here no decision ever ends."""
     problem = flat_profile(3, (64, 128), 20, 32)
     lb = lower_bounds(problem).lower["mem"]
     seen: list[tuple[int, float]] = []
     _stall_decisions(monkeypatch, seen=seen)
     inst = build(problem, "mem", list(problem.units))
-    ans = engine.solve(inst, None, lb, "min-peak", Deadline(600.0, deterministic=True).part(100.0),
+    ans = engine.solve(inst, None, lb, MIN_PEAK, Deadline(600.0, deterministic=True).part(100.0),
                        params=SearchParams(floor_share=share))
     assert ans.timed_out and ans.bound == lb
     calls = [(cap == lb, seconds) for cap, seconds in seen]  # (at the bound, the slice's seconds)
@@ -1009,7 +1011,7 @@ def test_under_a_capacity_the_race_decides_the_bound_first(monkeypatch: pytest.M
     _stall_decisions(monkeypatch, only_at=lb, seen=seen)
     inst = build(problem, "mem", list(problem.units))
     cap = lb + 8 * inst.scale  # below the dive's plan (lb + 16 units): no plan under it yet
-    ans = engine.solve(inst, cap, lb, "min-peak", Deadline(600.0, deterministic=True).part(5.0),
+    ans = engine.solve(inst, cap, lb, MIN_PEAK, Deadline(600.0, deterministic=True).part(5.0),
                        params=SearchParams(floor_share=share))
     assert ans.peak is not None and ans.peak <= cap
     caps = [c for c, _ in seen]

@@ -164,7 +164,7 @@ def test_neighbourhood_model_with_fixed_units_matches_the_brute_force() -> None:
 
 
 def test_staged_bounds_join_a_solvers_in_the_objectives_order() -> None:
-    from optplan.portfolio import Staged
+    from optplan.portfolio.staging import Staged
 
     mine = Staged(lost=10, weighted=5)
     assert mine.join(FAST_FIRST, 8, 100) == (10, 5)  # a W bound given L = 8 says nothing at L = 10
@@ -183,14 +183,15 @@ def fragmented(rng: random.Random) -> Problem:
 
 
 def test_selected_units_packed_by_cpsat_when_the_search_has_no_time(monkeypatch) -> None:
-    """_pack_alone's CP-SAT step (the search given no time): a plan exactly when the brute force
+    """pack_alone's CP-SAT step (the search given no time): a plan exactly when the brute force
     has one, at the brute force's least peak under min-peak; INFEASIBLE only when it has none."""
     from dataclasses import replace
 
-    from optplan import portfolio
     from optplan.core.plan import Status
+    from optplan.portfolio.params import PortfolioParams
+    from optplan.portfolio.staging import pack_alone
 
-    monkeypatch.setattr(portfolio, "PACK_SEARCH_SHARE", 0.0)
+    no_search = PortfolioParams(pack_search_share=0.0)
     rng = random.Random(9)
     packed = refuted = 0
     for _ in range(30):
@@ -199,7 +200,7 @@ def test_selected_units_packed_by_cpsat_when_the_search_has_no_time(monkeypatch)
             f = p.memories[0]
             alone_f = p.with_memories((replace(f, capacity=f.capacity + more),))
             ref = brute_force_optimum(alone_f, objective="min-peak")
-            plan = portfolio._pack_alone(alone_f, Objective.parse(goal), Deadline(10), Settings(1, 0), 0)
+            plan = pack_alone(alone_f, Objective.parse(goal), Deadline(10), Settings(1, 0), 0, no_search)
             assert plan.found == (ref is not None), (p, plan.message)
             if ref is None:
                 assert plan.status is Status.INFEASIBLE

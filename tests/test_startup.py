@@ -101,7 +101,7 @@ def _small(n: int = 5) -> Problem:
 
 @pytest.mark.parametrize("options", [{}, {"time_limit": 5.0}, {"time_limit": 5.0, "objective": "feasible"}, {"deterministic": True}])
 def test_auto_on_a_small_problem_starts_no_thread_or_process(monkeypatch: pytest.MonkeyPatch, options: dict) -> None:
-    """No pool for the heuristics, no search forked beside them (``_SearchRace``: with a time limit on
+    """No pool for the heuristics, no search forked beside them (``SearchRace``: with a time limit on
     one memory, and at a capacity in feasibility mode), whatever ``workers``."""
     problem = _small() if options.get("objective") != "feasible" else _small().with_capacity(24)
     started = _spied(monkeypatch)
@@ -111,11 +111,13 @@ def test_auto_on_a_small_problem_starts_no_thread_or_process(monkeypatch: pytest
     assert started == [] and threading.active_count() == threads and multiprocessing.active_children() == []
 
 
-def test_the_first_look_gives_the_heuristics_stages_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_first_look_gives_the_heuristics_stages_answer() -> None:
     """Where a heuristic reaches the bound on a small problem, auto's first look (in its thread) and
     its heuristics' stage (a pool, all of them) answer alike: the same plan, message and warm start,
     deterministic mode too; where none does, the first look leaves the problem to the pipeline."""
-    from optplan.portfolio import quick
+    from optplan.portfolio import PortfolioParams
+
+    no_look = PortfolioParams(quick_units=0)
 
     problems = [_small(n) for n in (3, 8, 17)] + [
         Problem(tuple(Buffer(f"b{i}", 8 * (1 + (i * 7) % 5), (i * 3) % 11, (i * 3) % 11 + 2 + i % 4) for i in range(24)),
@@ -123,9 +125,7 @@ def test_the_first_look_gives_the_heuristics_stages_answer(monkeypatch: pytest.M
     for problem in problems:
         for options in ({"workers": 1}, {"workers": 2}, {"deterministic": True, "seed": 1}):
             first = registry.solve(problem, "auto", **options)
-            with monkeypatch.context() as m:
-                m.setattr(quick, "QUICK_UNITS", 0)  # no first look: the pipeline as before it
-                stage = registry.solve(problem, "auto", **options)
+            stage = registry.solve(problem, "auto", params=no_look, **options)  # no first look: the pipeline as before it
             settled = stage.message.endswith("reached the lower bound")  # by a heuristic
             assert first.status == stage.status and first.message.endswith("reached the lower bound") == settled
             if settled:

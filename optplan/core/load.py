@@ -64,10 +64,18 @@ def _live(problem: Problem, placements: Mapping[str, Placement], memory: str, ti
         pieces = [(t0, t1, y1 - y0) for u in problem.units if placements.get(u.root, _NOWHERE).memory == memory
                   for t0, t1, y0, y1 in u.pieces]
         start, end, size = (np.array(c, np.int64) for c in zip(*pieces)) if pieces else [np.zeros(0, np.int64)] * 3
-    delta = np.zeros(len(times), np.int64)
-    np.add.at(delta, np.searchsorted(times, start), size)
-    np.add.at(delta, np.searchsorted(times, end), -size)
-    return np.cumsum(delta)
+    return live_load(np.searchsorted(times, start), np.searchsorted(times, end), size, len(times))
+
+
+def live_load(first: np.ndarray, last: np.ndarray, size: np.ndarray, slots: int) -> np.ndarray:
+    """Bytes live in each of ``slots`` time slots, where interval ``i`` holds ``size[i]`` bytes in
+    slots ``first[i]`` up to, not including, ``last[i]`` (<= ``slots``): the one live-load sweep
+    (a difference array, summed) that the usage curve, the heuristics' and the search's orderings
+    and the graph's order methods read, on slots of their own."""
+    delta = np.zeros(slots + 1, np.int64)
+    np.add.at(delta, first, size)
+    np.add.at(delta, last, -size)
+    return np.cumsum(delta)[:slots]
 
 
 _NOWHERE = Placement("", 0)

@@ -48,7 +48,7 @@ class ModelInfo:
 
 
 def _whole(problem: Problem, objective: Objective | None = None) -> Reduction:
-    return reduce(problem, objective, split=False)
+    return reduce(problem, objective or Objective.default(problem), split=False)
 
 
 def export_model(problem: Problem, path: str | Path, objective: Objective | str | None = None) -> ModelInfo:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from optplan.core.load import live_load
 from optplan.graph.model import Structure
 
 
@@ -61,10 +62,7 @@ class Loads:
         """Bytes live at each step of ``order`` (with the best reuses, unless ``reuse`` is False)."""
         pos = self.positions(order)
         start, end, last = self.spans(pos)
-        delta = np.zeros(self.steps + 1, np.int64)
-        np.add.at(delta, start, self.size)
-        np.add.at(delta, end, -self.size)
-        load = np.cumsum(delta)[:self.steps]
+        load = live_load(start, end, self.size, self.steps)
         if reuse and len(self.r_op):
             best = self.savings(pos, last)
             hit = best > 0

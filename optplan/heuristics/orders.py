@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from optplan.core.clocks import clock_graph
+from optplan.core.load import live_load
 from optplan.core.problem import Problem
 from optplan.heuristics.arrays import arrays
 
@@ -70,10 +71,8 @@ def by_peak(problem: Problem) -> np.ndarray:
     a = arrays(problem)
     if not len(a.p_t0) or problem.concurrent:  # nothing stores bytes; vector clocks: no one peak step
         return by_size(problem)
-    live = np.zeros(len(a.times), np.int64)  # live bytes in slot [times[k], times[k+1]), from the pieces
-    np.add.at(live, a.p_l, a.p_y1 - a.p_y0)
-    np.add.at(live, a.p_r, -(a.p_y1 - a.p_y0))
-    t = a.times[int(np.argmax(np.cumsum(live)))]
+    live = live_load(a.p_l, a.p_r, a.p_y1 - a.p_y0, len(a.times) - 1)  # in slot [times[k], times[k+1]), from the pieces
+    t = a.times[int(np.argmax(live))]
     peak = (s <= t) & (t < e) & (h > 0)
     at = np.flatnonzero(peak)  # the few alive at the peak, sorted alone (a million units: one full sort less)
     first, rest = at[np.lexsort((at, -h[at], e[at], s[at]))], by_size(problem)
@@ -114,13 +113,9 @@ def by_breadth(problem: Problem) -> np.ndarray:
     if not len(h):
         return np.zeros(0, np.int64)
     a = arrays(problem)
-    pt0, ph = a.p_t0, a.p_y1 - a.p_y0
+    ph = a.p_y1 - a.p_y0
     times = a.times  # the pieces' ends: every unit's lifetime starts and ends at one (units that store nothing go last)
-    live = np.zeros(len(times), np.int64)
-    if len(pt0):
-        np.add.at(live, a.p_l, ph)  # the pieces' slots
-        np.add.at(live, a.p_r, -ph)
-    live = np.cumsum(live)[:-1]  # live bytes in slot [times[k], times[k+1])
+    live = live_load(a.p_l, a.p_r, ph, max(len(times) - 1, 0))  # live bytes in slot [times[k], times[k+1])
     rank = np.empty(len(live), np.int64)
     rank[np.lexsort((np.arange(len(live)), -live))] = np.arange(len(live))
     # sparse table of range minima over slots

@@ -395,10 +395,10 @@ def greedy_scored(problem: Problem, order: Sequence[Unit] | Sequence[int] | np.n
     if problem.concurrent or not kernels.ready(problem.unit_count):
         result = greedy_reference(problem, order, policy)
         return score(problem, result.placements, objective), lambda: result
-    goal = Objective.parse(objective, problem)
+    objective = Objective.parse(objective, problem)
     idx = indices(problem, order)
-    if beat < float("inf") and (len(problem.memories) == 1 or not goal.counts_benefit):
-        packed = pack_below(problem, idx, policy, goal.weights(problem), int(beat))
+    if beat < float("inf") and (len(problem.memories) == 1 or not objective.counts_benefit):
+        packed = pack_below(problem, idx, policy, objective.weights(problem), int(beat))
         if packed is None:
             return beat, None
         off, where, failed = packed
@@ -407,7 +407,7 @@ def greedy_scored(problem: Problem, order: Sequence[Unit] | Sequence[int] | np.n
     if failed is not None:
         message = f"could not place buffer {failed.root!r} in any memory it may use"
         return float("inf"), lambda: Result(None, message=message)
-    value = plan_value(problem, off, where, goal)
+    value = plan_value(problem, off, where, objective)
     return value, lambda: Result(unit_placements(problem, off, where))
 
 

@@ -22,12 +22,12 @@ from optplan.registry import Result, planner
 def peak_stack(problem: Problem, objective: Objective | None = None) -> Result:
     """First fit in ``by_peak`` order, then best fit unless first fit met the lower bound; the
     better plan (first fit on a tie)."""
-    goal = Objective.parse(objective, problem)
+    objective = Objective.parse(objective, problem)
     order = orders.by_peak(problem)
-    value, plan = greedy_scored(problem, order, "first", goal)
-    lower, weights = lower_bounds(problem).lower, goal.weights(problem)
-    if value > goal.combine(problem, sum(weights[m] * lower[m] for m in lower), goal.lost_floor(problem)):
-        other, other_plan = greedy_scored(problem, order, "best", goal, beat=value)
+    value, plan = greedy_scored(problem, order, "first", objective)
+    lower, weights = lower_bounds(problem).lower, objective.weights(problem)
+    if value > objective.combine(problem, sum(weights[m] * lower[m] for m in lower), objective.lost_floor(problem)):
+        other, other_plan = greedy_scored(problem, order, "best", objective, beat=value)
         if other_plan is not None and other < value:
             plan = other_plan
     assert plan is not None  # the first pass had nothing to beat

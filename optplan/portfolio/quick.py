@@ -3,7 +3,7 @@
 Most small problems have a plan at their lower bound that some constructive heuristic finds in
 milliseconds (minimalloc/example.12: peak-stack). The full pipeline would get there too, but it
 first starts a pool of threads for the heuristics, under a time limit a forked search beside them
-(``_SearchRace``), and it imports the exact stages (OR-Tools, the search's kernels): a hundred times
+(``SearchRace``), and it imports the exact stages (OR-Tools, the search's kernels): a hundred times
 the work. The answer is the one the heuristics' stage would give (see ``quick_look``).
 """
 
@@ -19,31 +19,27 @@ from optplan.core.objective import Objective
 from optplan.core.plan import Plan, Status
 from optplan.core.problem import Problem
 from optplan.heuristics import run as stage
+from optplan.portfolio.params import DEFAULTS, PortfolioParams
 from optplan.registry import Result
-
-QUICK_UNITS = 256  # problems of up to this many units get the first look
-# CPU seconds the first look may take: it stops before the next heuristic beyond this (the full pipeline
-# then runs them again: on a problem no heuristic settles, this is what the look costs at most, and a pass).
-# Not in deterministic mode, where what runs must not depend on the clock: there every one is tried.
-QUICK_SECONDS = 0.05
 
 
 def quick_look(problem: Problem, deadline: Deadline, seed: int, objective: Objective,
-               progress: Callable[[dict], None] | None = None) -> Result | None:
+               progress: Callable[[dict], None] | None = None, params: PortfolioParams = DEFAULTS) -> Result | None:
     """``auto``'s answer when a constructive heuristic reaches the lower bound on a problem of up to
-    ``QUICK_UNITS`` units, else None (then the full pipeline runs). The heuristics that precede the
+    ``params.quick_units`` units, else None (then the full pipeline runs). The heuristics that precede the
     first improving one in registry order run here one after the other, each as the heuristics'
-    stage runs it, until one is optimal or ``QUICK_SECONDS`` of CPU are spent. That plan is the
+    stage runs it, until one is optimal or ``params.quick_seconds`` of CPU are spent (not in deterministic
+    mode, where what runs must not depend on the clock: there every one is tried). That plan is the
     stage's pick too: the first optimal plan in registry order (every plan before it is not optimal,
     and an improving heuristic, whose plan could tie, comes later), deterministic mode included."""
-    if problem.unit_count > QUICK_UNITS or deadline.expired():
+    if problem.unit_count > params.quick_units or deadline.expired():
         return None
     t0, cpu = time.perf_counter(), time.thread_time()
     names = stage._names(problem)  # the heuristics the stage runs, in its order
     ahead = list(itertools.takewhile(lambda n: not stage.improving(n), names))
     plans: list[Plan] = []
     for name in ahead:
-        if (time.thread_time() - cpu > QUICK_SECONDS and not deadline.deterministic) or deadline.expired():
+        if (time.thread_time() - cpu > params.quick_seconds and not deadline.deterministic) or deadline.expired():
             return None
         try:
             plans.append(registry.solve(problem, name, seed=seed, objective=objective, deadline=deadline))

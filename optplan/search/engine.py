@@ -412,7 +412,7 @@ INEXACT_NOTE = ("a piece starts above its unit's lowest byte (a relative member 
                 "bound from live load")
 
 
-def solve(inst: Instance, capacity: int | None, lower: int, objective: Objective | str, clock: Deadline,
+def solve(inst: Instance, capacity: int | None, lower: int, objective: Objective, clock: Deadline,
           workers: int = 1, seed: int = 0, progress: Callable[[dict], None] | None = None,
           goal: int | None = None, params: SearchParams = DEFAULTS) -> Answer:
     """Feasibility at ``capacity`` ("feasible") or the optimal peak <= ``capacity`` ("min-peak").
@@ -426,7 +426,6 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: Objective
     ``clock``: the time (a deterministic one makes the answer repeatable, and runs in one process);
     ``params``: budgets, shares, table size and rules. The phases are ``_Minimization``'s."""
     t_start = time.perf_counter()
-    objective = Objective.parse(objective)
     g = inst.scale
     lb = inst.scaled_bound(lower)  # proven
     cap = None if capacity is None else inst.scaled_capacity(capacity)

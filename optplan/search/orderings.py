@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from optplan.core.load import live_load
 from optplan.search.instance import Instance, Ordered
 from optplan.search.state import move_table, table_words
 
@@ -27,10 +28,7 @@ def section_totals(inst: Instance) -> np.ndarray:
 def _section_totals(inst: Instance) -> np.ndarray:
     if inst.n == 0:
         return np.zeros(0, np.int64)
-    load = np.zeros(inst.nsec + 1, np.int64)
-    np.add.at(load, inst.ps0, inst.ph)
-    np.add.at(load, inst.ps1, -inst.ph)
-    table = [np.cumsum(load)[: max(inst.nsec, 1)]]
+    table = [live_load(inst.ps0, inst.ps1, inst.ph, inst.nsec) if inst.nsec else np.zeros(1, np.int64)]
     while (1 << len(table)) <= len(table[0]):
         prev, h = table[-1], 1 << (len(table) - 1)
         table.append(np.maximum(prev[:-h], prev[h:]))

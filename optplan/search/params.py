@@ -33,7 +33,7 @@ class SearchParams:
     # the node limit of one restart ordering's single run
     restart_nodes: int = 1 << 16
     # of a minimization slice, for proving the bound while a better plan is sought too; above 1 (auto's
-    # race: portfolio.RACE_FLOOR_SHARE) the bound goes first, so a bound decided in its first slice does
+    # race: PortfolioParams.race_floor_share) the bound goes first, so a bound decided in its first slice does
     # not wait; 0: the bound is left to someone else (auto's race decides it), all time to a better plan
     floor_share: float = 0.25
     # deterministic seconds a lowest-offset dive of a large instance costs per unit (idealloc/S_1:

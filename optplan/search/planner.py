@@ -43,8 +43,8 @@ def time_parts(units: list[Unit]) -> list[list[Unit]]:
 
 # memory choice is no branching decision of the search: the registry routes such problems to auto
 @planner("search", declines=unsupported)
-def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1,
-           objective: Objective | str | None = None, progress: Callable[[dict], None] | None = None,
+def search(problem: Problem, deadline: Deadline, *, objective: Objective, seed: int = 0, workers: int = 1,
+           progress: Callable[[dict], None] | None = None,
            goal: dict[str, int] | None = None, params: SearchParams = DEFAULTS) -> Result:
     """Canonical-solution search (numba); ``workers`` threads share the ordering portfolio.
     A deterministic ``deadline``: time counted in search nodes (``params.nodes_per_second`` per second),
@@ -52,8 +52,7 @@ def search(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1
     good enough, when the problem is a part of a larger one whose memory cannot go below them:
     minimization stops at a plan under them instead of proving this part's own lower optimum.
     ``params``: the search's budgets, shares and rules (those not at their defaults are shown in
-    ``stats["search_params"]``)."""
-    objective = Objective.parse(objective, problem)
+    ``stats["search_params"]``). ``objective``: the registry's, parsed once."""
     if not jit.usable("search"):  # a time limit, and the kernels are not compiled (optplan.core.jit)
         return _without_kernels(problem, deadline, seed, workers, objective)
     compile_seconds = engine.ensure_compiled()

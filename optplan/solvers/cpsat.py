@@ -145,11 +145,11 @@ class PartModel:
     fixed units below the band need not be in the model).
     """
 
-    def __init__(self, part: Part, objective: Objective | str | None = None, active: Sequence[int] | None = None,
+    def __init__(self, part: Part, objective: Objective, active: Sequence[int] | None = None,
                  fixed: dict[int, Choice] | None = None, ceiling: dict[str, int] | None = None,
                  symmetry: bool = True, fixed_count: bool = True, floor: dict[str, int] | None = None) -> None:
         self.part = part
-        self.objective = objective = Objective.parse(objective, part.problem)
+        self.objective = objective
         units = part.scaled
         self.active = list(range(len(units))) if active is None else list(active)
         self.fixed = dict(fixed or {})

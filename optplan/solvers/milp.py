@@ -212,7 +212,7 @@ def check_size(problem: Problem, name: str) -> int:
 
 
 
-def build_model(part: Part, objective: Objective | str | None = None, incumbent: Sequence[Choice] | None = None,
+def build_model(part: Part, objective: Objective, incumbent: Sequence[Choice] | None = None,
                 floor: dict[str, int] | None = None, symmetry: bool = True, deadline: Deadline | None = None) -> Model:
     """The MILP of ``part``; ``incumbent`` (grid units) bounds the horizons and is the warm start.
 
@@ -220,7 +220,6 @@ def build_model(part: Part, objective: Objective | str | None = None, incumbent:
     go below anyway, so nothing is gained below it. Raises NoTime when ``deadline`` expires first.
     """
     units = part.scaled
-    objective = Objective.parse(objective, part.problem)
     mems = list(part.memories)
     floor = {m: max(part.lower[m], (floor or {}).get(m, 0)) for m in mems}
     horizon = _stacked(part)  # no optimal (or, for "feasible", no needed) plan goes above it

@@ -1,5 +1,5 @@
 """The registered exact planners ``cpsat``, ``milp-cbc`` and ``milp-highs``: each reduces the
-problem into independent parts (``parts_loop``) and solves each part's model in its share of the
+problem into independent parts (``optplan.parts.solve_parts``) and solves each part's model in its share of the
 time, or hands a problem with concurrent lifetimes to its vector-clock model (``clock_models``).
 
 The MILP planners start from the best heuristic plan (the warm start, kept if the MIP finds
@@ -20,7 +20,7 @@ from optplan.core.errors import OptplanError
 from optplan.core.objective import Objective
 from optplan.core.plan import Placement
 from optplan.core.problem import Problem
-from optplan.parts import Choice, Part, settle
+from optplan.parts import Choice, Part, PartReport, Progress, settle, solve_parts
 from optplan.registry import Result, planner
 from optplan.solvers import milp_runners
 from optplan.solvers.clock_models import cpsat_clocks, milp_clocks
@@ -41,15 +41,14 @@ from optplan.solvers.milp import (
 from optplan.solvers.milp_runners import MilpSettings, Values
 from optplan.solvers.outcome import Outcome, stop_reason
 from optplan.solvers.part_plans import hint_choices, part_peaks, user_hints
-from optplan.solvers.parts_loop import PartReport, Progress, solve_parts
 
 
 @planner("cpsat", clocks=True)
-def cpsat_planner(problem: Problem, deadline: Deadline, workers: int = 2, seed: int = 0,
-                  objective: Objective | str | None = None, progress: Progress | None = None) -> Result:
-    """CP-SAT on each independent part (user hints as warm start), no heuristics."""
+def cpsat_planner(problem: Problem, deadline: Deadline, *, objective: Objective, workers: int = 2, seed: int = 0,
+                  progress: Progress | None = None) -> Result:
+    """CP-SAT on each independent part (user hints as warm start), no heuristics (``objective``:
+    the registry's, parsed once)."""
     settings = Settings(workers, seed)
-    objective = Objective.parse(objective, problem)
     if problem.concurrent:
         return cpsat_clocks(problem, objective, deadline, settings, user_hints(problem))
     return solve_parts(problem, objective, deadline,
@@ -93,23 +92,21 @@ def solve_part_cpsat(part: Part, deadline: Deadline, settings: Settings, objecti
 
 
 @planner("milp-cbc", clocks=True)
-def milp_cbc(problem: Problem, deadline: Deadline, workers: int = 1, seed: int = 0,
-             objective: Objective | str | None = None, progress: Progress | None = None,
-             warm_start: bool = True) -> Result:
+def milp_cbc(problem: Problem, deadline: Deadline, *, objective: Objective, workers: int = 1, seed: int = 0,
+             progress: Progress | None = None, warm_start: bool = True) -> Result:
     """MILP with CBC (bundled with PuLP), warm-started from the best heuristic plan
     (``warm_start=False``: the MIP alone, e.g. to compare with CP-SAT)."""
     settings = MilpSettings(solver="cbc", workers=max(1, int(workers)), seed=seed, warm_start=warm_start)
-    return solve_milp(problem, Objective.parse(objective, problem), deadline, settings, progress)
+    return solve_milp(problem, objective, deadline, settings, progress)
 
 
 @planner("milp-highs", clocks=True)
-def milp_highs(problem: Problem, deadline: Deadline, workers: int = 1, seed: int = 0,
-               objective: Objective | str | None = None, progress: Progress | None = None,
-               warm_start: bool = True) -> Result:
+def milp_highs(problem: Problem, deadline: Deadline, *, objective: Objective, workers: int = 1, seed: int = 0,
+               progress: Progress | None = None, warm_start: bool = True) -> Result:
     """MILP with HiGHS (needs the optional highspy), warm-started from the best heuristic plan
     (``warm_start=False``: the MIP alone)."""
     settings = MilpSettings(solver="highs", workers=max(1, int(workers)), seed=seed, warm_start=warm_start)
-    return solve_milp(problem, Objective.parse(objective, problem), deadline, settings, progress)
+    return solve_milp(problem, objective, deadline, settings, progress)
 
 
 def solve_milp(problem: Problem, objective: Objective, deadline: Deadline, settings: MilpSettings,
