@@ -15,11 +15,16 @@ one part and the parts cut from it (members of a portfolio racing on a part: the
 stops the others), leaving the rest of the tree running. ``current()`` is the deadline of the
 planner running in this thread (the registry sets it), for the loops deep below a planner that
 takes none (a greedy pass) to poll.
+
+``elapsed`` counts time already gone when the deadline is made: the command passes
+``process_age()``, so that ``--time-limit`` counts from the process's start (the interpreter and
+the imports included), not from the moment the command got to making its Deadline.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,9 +36,21 @@ from contextvars import ContextVar
 GUARD_SLACK = 0.0
 
 
+def process_age() -> float:
+    """Seconds since this process started (Linux: its start time in ``/proc/self/stat``, in clock
+    ticks since boot, against the boot-time clock; 0.0 where the system does not say)."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            stat = f.read()
+        ticks = int(stat[stat.rindex(b")") + 2:].split()[19])  # field 22, counted after the command's name
+        return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0.0
+
+
 class Deadline:
     def __init__(self, seconds: float | None = None, deterministic: bool = False,
-                 parent: Deadline | None = None, wall: float | None = None) -> None:
+                 parent: Deadline | None = None, wall: float | None = None, elapsed: float = 0.0) -> None:
         if seconds is not None and not seconds >= 0:  # NaN too
             raise ValueError(f"a time limit must be a number >= 0, got {seconds}")
         self.deterministic: bool = parent.deterministic if parent is not None else deterministic
@@ -42,7 +59,7 @@ class Deadline:
         self.seconds = math.inf if seconds is None else float(seconds)  # budget at creation
         if parent is not None:
             self.seconds = min(self.seconds, parent.left())
-        now = time.perf_counter()
+        now = time.perf_counter() - (elapsed if parent is None else 0.0)  # (a root: from ``elapsed`` ago)
         if not self.deterministic:
             self.end = now + self.seconds
         elif parent is None:  # the guard: the limit's wall-clock end
