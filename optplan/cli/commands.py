@@ -88,11 +88,13 @@ def solve(args: argparse.Namespace) -> int:
     from optplan.formats import write_plan
 
     deadline = _deadline(args)
-    with interruptible(deadline) as signals:
+    watch = _Watchdog(args, deadline)
+    with interruptible(deadline) as signals, watch:
         found = load_input(args)
         if isinstance(found, Problem) and (args.reorder or not args.reuse):
             raise OptplanError("--reorder and --no-reuse apply to graphs (optplan-graph files)")
         signals.solving = True  # from here a signal stops the planners, and their best plan is kept
+        watch.planning()
         progress, stop = _progress_printer() if not args.json else (None, lambda: None)
         options = dict(deadline=deadline, workers=args.workers, seed=args.seed, objective=args.objective, progress=progress)
         try:
@@ -104,6 +106,7 @@ def solve(args: argparse.Namespace) -> int:
                 problem, plan, doc = graphs.solve(args, found, options)
         finally:
             stop()
+        watch.writing()
         if args.output and plan.found and doc is None:
             write_plan(problem, plan, args.output)
     report_plan(args, problem, plan, doc)
@@ -111,6 +114,54 @@ def solve(args: argparse.Namespace) -> int:
         warn("optplan: interrupted" + (f"; the best plan found is in {args.output}" if args.output and plan.found else ""))
         return signals.exit_code
     return EXIT_OK if plan.found else EXIT_NO_PLAN
+
+
+class _Watchdog:
+    """The program's promise (``command()``, a wall-clock ``--time-limit T``): the process ends
+    within max(1.1 T, T + 1 s) of its start. A planner that does not poll its deadline often
+    enough on a huge problem, or a problem that takes longer than the limit to read, would break
+    it: ``MARGIN`` seconds before that end, if the plan is not being written yet, the process
+    says so in one line and leaves (exit 1, no plan; children killed, temporary directories
+    removed). Off for ``main()`` called in Python and for ``--deterministic`` (whose runs end by
+    their own measure, not the clock)."""
+
+    MARGIN = 0.6  # seconds kept for the line, killing the children and the exit (and a thread waiting for the GIL)
+
+    def __init__(self, args: argparse.Namespace, deadline: Deadline) -> None:
+        import threading
+
+        self.lock, self.phase = threading.Lock(), "reading the problem"
+        self.timer: threading.Timer | None = None
+        if getattr(args, "whole_process", False) and deadline.limited and not deadline.deterministic:
+            limit = args.time_limit
+            self.timer = threading.Timer(max(0.0, deadline.left() + max(0.1 * limit, 1.0) - self.MARGIN), self._fire,
+                                         (limit,))
+            self.timer.daemon = True
+
+    def __enter__(self) -> _Watchdog:
+        if self.timer is not None:
+            self.timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+
+    def planning(self) -> None:
+        self.phase = "planning"
+
+    def writing(self) -> None:
+        """From here the plan is written and reported: the watchdog lets it finish."""
+        with self.lock:
+            self.phase = ""
+
+    def _fire(self, limit: float) -> None:
+        from optplan.core.lifecycle import leave_now
+
+        with self.lock:
+            if self.phase:
+                warn(f"optplan: the time limit of {limit:g} s ran out while {self.phase}: no plan written")
+                leave_now(EXIT_NO_PLAN)
 
 
 def _progress_printer():  # type: ignore[no-untyped-def]  # (SolveProgress, its stop)
