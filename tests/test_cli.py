@@ -177,7 +177,7 @@ def test_deterministic_runs_repeat_byte_for_byte(shared: Path, tmp_path: Path) -
     from optplan import registry
 
     names = registry.names()
-    code = ("import sys, optplan.cli as c, optplan.core.deadline as d; out = sys.argv[1]; d.GUARD_SLACK = float('inf'); "
+    code = ("import sys, optplan.cli as c; out = sys.argv[1]; "
             "[c.main(['solve', sys.argv[2], '--planner', n, '--deterministic', '--seed', '1', '--time-limit', '1', "
             "'--json', '-o', f'{out}/{n}.json']) for n in sys.argv[3:]]")
     runs = []

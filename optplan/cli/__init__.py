@@ -42,11 +42,16 @@ def _leave(code: int) -> None:
 
 
 def _on_signal(signum: int, frame: object) -> None:
-    """A signal outside ``main``'s own handling: nothing to keep; one line, 128 + signal."""
+    """A signal before ``main``'s own handling (the imports): nothing to keep; one line, 128 + signal."""
     try:
-        os.write(2, b"optplan: interrupted\n")
+        os.write(2, b"optplan: interrupted while starting: no plan yet\n")
     finally:
         _leave(128 + signum)
+
+
+def _on_signal_leaving(signum: int, frame: object) -> None:
+    """A signal after ``main`` (flushing, leaving): its output is written; 128 + signal."""
+    _leave(128 + signum)
 
 
 _EARLY = _started_as_the_command()
@@ -90,7 +95,7 @@ def main(argv: Sequence[str] | None = None, whole_process: bool = False) -> int:
         warn(f"optplan: internal error: {e}")
         return EXIT_NO_PLAN
     except KeyboardInterrupt as e:  # before the solve started (reading): nothing to keep
-        warn("optplan: interrupted")
+        warn("optplan: interrupted: nothing written")
         return getattr(e, "code", 130)
     finally:
         if early:
@@ -106,6 +111,9 @@ def command() -> None:
         if isinstance(e.code, str):
             warn(e.code)
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(sig) is _on_signal:
+            signal.signal(sig, _on_signal_leaving)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

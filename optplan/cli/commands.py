@@ -90,7 +90,11 @@ def solve(args: argparse.Namespace) -> int:
     deadline = _deadline(args)
     watch = _Watchdog(args, deadline)
     with interruptible(deadline) as signals, watch:
-        found = load_input(args)
+        try:
+            found = load_input(args)
+        except KeyboardInterrupt as e:  # (``Interrupted``): nothing to keep yet
+            warn("optplan: interrupted while reading the problem: no plan yet, nothing written")
+            return getattr(e, "code", 130)
         if isinstance(found, Problem) and (args.reorder or not args.reuse):
             raise OptplanError("--reorder and --no-reuse apply to graphs (optplan-graph files)")
         signals.solving = True  # from here a signal stops the planners, and their best plan is kept
@@ -108,10 +112,11 @@ def solve(args: argparse.Namespace) -> int:
             stop()
         watch.writing()
         if args.output and plan.found and doc is None:
-            write_plan(problem, plan, args.output)
+            write_plan(problem, plan, args.output, times=not args.deterministic)  # (its times: the report's)
     report_plan(args, problem, plan, doc)
     if signals.exit_code is not None:
-        warn("optplan: interrupted" + (f"; the best plan found is in {args.output}" if args.output and plan.found else ""))
+        kept = f"; the best plan found is in {args.output}" if args.output and plan.found else ""
+        warn("optplan: interrupted" + (kept or ("" if plan.found else ": no plan yet, nothing written")))
         return signals.exit_code
     return EXIT_OK if plan.found else EXIT_NO_PLAN
 

@@ -112,10 +112,24 @@ def problem_to_json(problem: Problem) -> str:
     return json.dumps(doc, indent=1) + "\n"
 
 
-def plan_to_dict(plan: Plan, placements: bool = True) -> dict[str, Any]:
+# wall-clock figures: a plan's ``seconds`` and the stats named so (at any depth)
+TIMED = ("seconds", "nodes_per_second")
+
+
+def untimed(x: Any) -> Any:
+    """``x`` (a plan's JSON object, or part of one) without its wall-clock figures (``TIMED``): what
+    a ``--deterministic`` plan file holds, the same bytes on every run."""
+    if isinstance(x, dict):
+        return {k: untimed(v) for k, v in x.items() if not k.endswith(TIMED)}
+    if isinstance(x, list):
+        return [untimed(v) for v in x]
+    return x
+
+
+def plan_to_dict(plan: Plan, placements: bool = True, times: bool = True) -> dict[str, Any]:
     """The plan as one JSON object: the file format and what ``--json`` prints (``placements=False``:
-    with an empty ``placements``, for ``plan_to_json`` to fill)."""
-    return {
+    with an empty ``placements``, for ``plan_to_json`` to fill; ``times=False``: ``untimed``)."""
+    doc = {
         "format": "optplan-plan", "version": VERSION,
         "status": plan.status.value, "planner": plan.planner,
         "peak": plan.peak, "lower_bound": plan.lower_bound, "gap": plan.gap, "gap_of": plan.gap_of,
@@ -126,17 +140,18 @@ def plan_to_dict(plan: Plan, placements: bool = True) -> dict[str, Any]:
         "placements": {k: {"memory": p.memory, "offset": int(p.offset)} for k, p in plan.placements.items()}
         if placements else {},
     }
+    return doc if times else untimed(doc)
 
 
 # one placement as ``json.dumps(..., indent=1)`` writes it inside the plan object
 _ENTRY = '  {}: {{\n   "memory": {},\n   "offset": {}\n  }}'
 
 
-def plan_to_json(plan: Plan) -> str:
-    """The plan file: ``json.dumps(plan_to_dict(plan), indent=1)``, byte for byte, but with the
-    placements (the last key) formatted in C-level passes over their columns: Python's indenting
-    encoder takes 20 s over a million of them, this about a second."""
-    head = json.dumps(plan_to_dict(plan, placements=False), indent=1)
+def plan_to_json(plan: Plan, times: bool = True) -> str:
+    """The plan file: ``json.dumps(plan_to_dict(plan, times=times), indent=1)``, byte for byte, but
+    with the placements (the last key) formatted in C-level passes over their columns: Python's
+    indenting encoder takes 20 s over a million of them, this about a second."""
+    head = json.dumps(plan_to_dict(plan, placements=False, times=times), indent=1)
     if not plan.placements:
         return head + "\n"
     assert head.endswith('"placements": {}\n}')
