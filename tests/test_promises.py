@@ -203,3 +203,17 @@ def test_a_signal_during_the_imports_is_one_line_not_a_traceback(shared: Path, t
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     lines = [line for line in stderr.splitlines() if not line.startswith("[")]  # (the progress lines)
     assert len(lines) == 1 and lines[0].startswith("optplan: interrupted"), stderr
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_a_cancelled_deadline_cuts_empty_parts_not_errors(deterministic: bool) -> None:
+    """Issue 30 item 3: ``part(left() - window)`` of a cancelled deadline asked for a negative limit
+    and raised ``ValueError: a time limit must be a number >= 0, got -2.0`` (milp-cbc: exit 1, no
+    plan); a cancelled or spent deadline is a normal state: the part is empty."""
+    from optplan.core.deadline import Deadline
+
+    root = Deadline(5.0, deterministic)
+    root.cancel("interrupted")
+    part = root.part(root.left() - 2.0)
+    assert part.left() == 0.0 and part.expired() and part.cancelled == "interrupted"
+    assert Deadline(5.0, deterministic).part(-1.0).expired()

@@ -147,8 +147,10 @@ class Deadline:
 
     def part(self, seconds: float | None, wall: float | None = None) -> Deadline:
         """A sub-budget of at most ``seconds`` (None: all that is left) whose spending counts here too;
-        deterministic mode: with its wall-clock guard ``wall`` seconds from now if that is sooner."""
-        return Deadline(seconds, parent=self, wall=wall)
+        deterministic mode: with its wall-clock guard ``wall`` seconds from now if that is sooner.
+        A negative ``seconds`` (what is left, less a window, once cancelled or spent) is an empty
+        part, not an error: a cancelled deadline is a normal state for every planner."""
+        return Deadline(seconds if seconds is None or not seconds < 0 else 0.0, parent=self, wall=wall)
 
     def share(self, fraction: float) -> Deadline:
         """A sub-budget of ``fraction`` of what is left (the whole of an unlimited deadline)."""
