@@ -98,7 +98,7 @@ def solve(args: argparse.Namespace) -> int:
         if isinstance(found, Problem) and (args.reorder or not args.reuse):
             raise OptplanError("--reorder and --no-reuse apply to graphs (optplan-graph files)")
         signals.solving = True  # from here a signal stops the planners, and their best plan is kept
-        watch.planning()
+        watch.planning(len(found.buffers) if isinstance(found, Problem) else len(found.base.buffers))
         progress, stop = _progress_printer() if not args.json else (None, lambda: None)
         options = dict(deadline=deadline, workers=args.workers, seed=args.seed, objective=args.objective, progress=progress)
         try:
@@ -125,48 +125,59 @@ class _Watchdog:
     """The program's promise (``command()``, a wall-clock ``--time-limit T``): the process ends
     within max(1.1 T, T + 1 s) of its start. A planner that does not poll its deadline often
     enough on a huge problem, or a problem that takes longer than the limit to read, would break
-    it: ``MARGIN`` seconds before that end, if the plan is not being written yet, the process
-    says so in one line and leaves (exit 1, no plan; children killed, temporary directories
-    removed). Off for ``main()`` called in Python and for ``--deterministic`` (whose runs end by
-    their own measure, not the clock)."""
+    it. So a thread watches: once the plan could no longer be written and reported in time
+    (reading: ``READING_MARGIN`` before that end, the margin a thread may wait for the GIL while
+    numpy parses; planning: ``PLANNING_MARGIN`` plus ``TAIL_PER_BUFFER`` per buffer before it),
+    if the plan is not being written yet, the process says so in one line and leaves (exit 1, no
+    plan; children killed, temporary directories removed). Off for ``main()`` called in Python
+    and for ``--deterministic`` (whose runs end by their own measure, not the clock)."""
 
-    MARGIN = 0.6  # seconds kept for the line, killing the children and the exit (and a thread waiting for the GIL)
+    READING_MARGIN = 0.6
+    PLANNING_MARGIN = 0.3
+    TAIL_PER_BUFFER = 4e-6  # writing and reporting a plan, and the exit (10^6 buffers: 3-4 s at load 4)
 
     def __init__(self, args: argparse.Namespace, deadline: Deadline) -> None:
         import threading
 
-        self.lock, self.phase = threading.Lock(), "reading the problem"
-        self.timer: threading.Timer | None = None
+        self.lock, self.phase, self.buffers = threading.Lock(), "reading the problem", 0
+        self.done = threading.Event()
+        self.thread: threading.Thread | None = None
         if getattr(args, "whole_process", False) and deadline.limited and not deadline.deterministic:
-            limit = args.time_limit
-            self.timer = threading.Timer(max(0.0, deadline.left() + max(0.1 * limit, 1.0) - self.MARGIN), self._fire,
-                                         (limit,))
-            self.timer.daemon = True
+            self.limit = float(args.time_limit)
+            self.end = deadline.end + max(0.1 * self.limit, 1.0)  # (perf_counter time)
+            self.thread = threading.Thread(target=self._watch, daemon=True, name="optplan-watchdog")
 
     def __enter__(self) -> _Watchdog:
-        if self.timer is not None:
-            self.timer.start()
+        if self.thread is not None:
+            self.thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
+        self.done.set()
 
-    def planning(self) -> None:
-        self.phase = "planning"
+    def planning(self, buffers: int) -> None:
+        self.phase, self.buffers = "planning", buffers
 
     def writing(self) -> None:
         """From here the plan is written and reported: the watchdog lets it finish."""
         with self.lock:
             self.phase = ""
 
-    def _fire(self, limit: float) -> None:
+    def _watch(self) -> None:
+        import time
+
         from optplan.core.lifecycle import leave_now
 
-        with self.lock:
-            if self.phase:
-                warn(f"optplan: the time limit of {limit:g} s ran out while {self.phase}: no plan written")
-                leave_now(EXIT_NO_PLAN)
+        while not self.done.wait(0.05):
+            with self.lock:
+                if not self.phase:
+                    return
+                reading = self.phase.startswith("reading")
+                last = self.end - (self.READING_MARGIN if reading else
+                                   self.PLANNING_MARGIN + self.TAIL_PER_BUFFER * self.buffers)
+                if time.perf_counter() >= last:
+                    warn(f"optplan: the time limit of {self.limit:g} s ran out while {self.phase}: no plan written")
+                    leave_now(EXIT_NO_PLAN)
 
 
 def _progress_printer():  # type: ignore[no-untyped-def]  # (SolveProgress, its stop)
