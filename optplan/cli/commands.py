@@ -134,7 +134,7 @@ class _Watchdog:
 
     READING_MARGIN = 0.6
     PLANNING_MARGIN = 0.3
-    TAIL_PER_BUFFER = 4e-6  # writing and reporting a plan, and the exit (10^6 buffers: 3-4 s at load 4)
+    TAIL_PER_BUFFER = 3e-6  # writing and reporting a plan, and the exit (10^6 buffers: 2.5-3 s at load 4)
 
     def __init__(self, args: argparse.Namespace, deadline: Deadline) -> None:
         import threading
