@@ -98,9 +98,9 @@ def solve(args: argparse.Namespace) -> int:
         if isinstance(found, Problem) and (args.reorder or not args.reuse):
             raise OptplanError("--reorder and --no-reuse apply to graphs (optplan-graph files)")
         signals.solving = True  # from here a signal stops the planners, and their best plan is kept
-        watch.planning(len(found.buffers) if isinstance(found, Problem) else len(found.base.buffers))
+        planning = watch.planning(len(found.buffers) if isinstance(found, Problem) else len(found.base.buffers))
         progress, stop = _progress_printer() if not args.json else (None, lambda: None)
-        options = dict(deadline=deadline, workers=args.workers, seed=args.seed, objective=args.objective, progress=progress)
+        options = dict(deadline=planning, workers=args.workers, seed=args.seed, objective=args.objective, progress=progress)
         try:
             if isinstance(found, Problem):
                 problem, plan, doc = found, registry.solve(found, args.planner, **options), None
@@ -125,7 +125,11 @@ class _Watchdog:
     """The program's promise (``command()``, a wall-clock ``--time-limit T``): the process ends
     within max(1.1 T, T + 1 s) of its start. A planner that does not poll its deadline often
     enough on a huge problem, or a problem that takes longer than the limit to read, would break
-    it. So a thread watches: once the plan could no longer be written and reported in time
+    it. So a thread watches. A planner still running at the limit (late: the registry gave it
+    less) has its deadline cancelled ("time limit reached"): what polls the deadline stopped
+    already, but cancelling also runs the hooks that stop CP-SAT and a portfolio's members at
+    once (not after their grace), and they hand back their best plan. Once the plan could no
+    longer be written and reported in time
     (reading: ``READING_MARGIN`` before that end, the margin a thread may wait for the GIL while
     numpy parses; planning: ``PLANNING_MARGIN`` plus ``TAIL_PER_BUFFER`` per buffer before it),
     if the plan is not being written yet, the process says so in one line and leaves (exit 1, no
@@ -140,7 +144,8 @@ class _Watchdog:
         import threading
 
         self.lock, self.phase, self.buffers = threading.Lock(), "reading the problem", 0
-        self.done = threading.Event()
+        self.deadline, self.done = deadline, threading.Event()
+        self.part = deadline  # (``planning``: the planners' part of it)
         self.thread: threading.Thread | None = None
         if getattr(args, "whole_process", False) and deadline.limited and not deadline.deterministic:
             self.limit = float(args.time_limit)
@@ -155,8 +160,15 @@ class _Watchdog:
     def __exit__(self, *exc: object) -> None:
         self.done.set()
 
-    def planning(self, buffers: int) -> None:
-        self.phase, self.buffers = "planning", buffers
+    def planning(self, buffers: int) -> Deadline:
+        """The problem is read: the deadline the planners get, ending early enough for the plan to
+        be written and reported in time (``TAIL_PER_BUFFER``); the whole deadline when not watching."""
+        self.buffers = buffers
+        self.phase = "planning"
+        if self.thread is None or not self.deadline.limited:
+            return self.deadline
+        self.part = self.deadline.part(self.deadline.left() - self.TAIL_PER_BUFFER * buffers)
+        return self.part
 
     def writing(self) -> None:
         """From here the plan is written and reported: the watchdog lets it finish."""
@@ -175,7 +187,10 @@ class _Watchdog:
                 reading = self.phase.startswith("reading")
                 last = self.end - (self.READING_MARGIN if reading else
                                    self.PLANNING_MARGIN + self.TAIL_PER_BUFFER * self.buffers)
-                if time.perf_counter() >= last:
+                now = time.perf_counter()
+                if not reading and now >= self.part.end + 0.05 and self.deadline.cancelled is None:
+                    self.deadline.cancel("time limit reached")  # (its hooks only set flags and stop solvers)
+                if now >= last:
                     warn(f"optplan: the time limit of {self.limit:g} s ran out while {self.phase}: no plan written")
                     leave_now(EXIT_NO_PLAN)
 
