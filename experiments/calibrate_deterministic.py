@@ -9,7 +9,7 @@ that spend their whole budget, over that budget.
 over ``UNIT_STEPS_PER_SECOND``, MIP nodes); their rates were set so that one is about a CPU second
 of one core, so that a deterministic run ends near its limit's wall time on an unloaded machine of
 this kind. Each run here is ``registry.solve`` in this process with the wall-clock guard off
-(``GUARD_SLACK``), on the generated families (minimalloc A-E are only a sanity check: ``--families
+(``Deadline(..., guard=inf)``), on the generated families (minimalloc A-E are only a sanity check: ``--families
 minimalloc``), CPU time by ``time.process_time`` (this process's threads: CP-SAT runs one worker in
 deterministic mode, the search one process). A run that ends before its budget (a proof) is listed
 but not counted. Prints a table per run and the median ratio per planner.
@@ -31,7 +31,7 @@ from gen_instances import instance  # noqa: E402
 from instances import SHARED  # noqa: E402
 
 from optplan import registry  # noqa: E402
-from optplan.core import deadline
+from optplan.core.deadline import Deadline
 from optplan.core.problem import Problem  # noqa: E402
 from optplan.formats import read_problem  # noqa: E402
 
@@ -56,7 +56,6 @@ def main() -> None:
                     help="drop the generated instances' capacity (their optimum): minimize the peak instead")
     args = ap.parse_args()
     lo, hi = (int(x) for x in args.seeds.split("-"))
-    deadline.GUARD_SLACK = float("inf")  # measure the budgets themselves
     print(f"command: python experiments/calibrate_deterministic.py {' '.join(sys.argv[1:])}")
     print(f"load average before: {os.getloadavg()[0]:.1f}")
     print("| planner | instance | buffers | status | CPU s | wall s | CPU s per deterministic s | counted |")
@@ -70,7 +69,8 @@ def main() -> None:
             problem = Problem(problem.buffers, tuple(replace(m, capacity=None) for m in problem.memories), problem.relative)
         for name in names:
             c0, t0 = time.process_time(), time.perf_counter()
-            plan = registry.solve(problem, name, time_limit=args.limit, deterministic=True, seed=1, workers=1)
+            plan = registry.solve(problem, name, seed=1, workers=1,  # the budgets themselves: no guard
+                                  deadline=Deadline(args.limit, deterministic=True, guard=float("inf")))
             cpu, wall = time.process_time() - c0, time.perf_counter() - t0
             counted = plan.status.value != "OPTIMAL" and plan.status.value != "INFEASIBLE"
             if counted:

@@ -37,13 +37,4 @@ def _compiled_kernels() -> None:
     warm()
 
 
-@pytest.fixture(autouse=True)
-def _unguarded(monkeypatch) -> None:
-    """Deterministic runs in this process repeat whatever the load: their wall-clock guard (which
-    ends a loaded run at its limit's wall time and says it may not repeat) is off here. The tests
-    of the guard put it back (``GUARD_SLACK`` 0) or give a deadline with its own
-    (``Deadline.part(..., wall=)``)."""
-    from optplan.core import deadline
-
-    monkeypatch.setattr(deadline, "GUARD_SLACK", float("inf"))
 

@@ -165,11 +165,10 @@ def test_deterministic_runs_repeat_byte_for_byte(shared: Path, tmp_path: Path) -
     processes with different hash seeds (set order), on minimalloc A with a 1 s limit (the search,
     CP-SAT, MILP and hill-climb stop on their deterministic budgets there): the same plan file (or
     none) and the same ``--json`` object. Only the time-valued fields (``_untimed``) are left out;
-    everything else, message and stats included, must match. The wall-clock guard that ends a run
-    at its limit's wall time on a loaded machine (the plan then says it may not repeat) is off here,
-    as in the other tests; a MIP's own wall cap (its budget + 1 s) stays: a capped run drops the
-    MIP's answer and keeps its warm start, so capped runs are compared too, and only a MIP capped
-    in one run and not in the other may differ."""
+    everything else, message and stats included, must match. The wall-clock guard sits at
+    max(4 T, T + 10 s) (``deadline.guard_seconds``), far past these runs, and so does a MIP's own
+    wall cap: a capped run drops the MIP's answer and keeps its warm start, so capped runs are
+    compared too, and only a MIP capped in one run and not in the other may differ."""
     import os
     import subprocess
     import sys
@@ -177,7 +176,7 @@ def test_deterministic_runs_repeat_byte_for_byte(shared: Path, tmp_path: Path) -
     from optplan import registry
 
     names = registry.names()
-    code = ("import sys, optplan.cli as c, optplan.core.deadline as d; out = sys.argv[1]; d.GUARD_SLACK = float('inf'); "
+    code = ("import sys, optplan.cli as c; out = sys.argv[1]; "
             "[c.main(['solve', sys.argv[2], '--planner', n, '--deterministic', '--seed', '1', '--time-limit', '1', "
             "'--json', '-o', f'{out}/{n}.json']) for n in sys.argv[3:]]")
     runs = []

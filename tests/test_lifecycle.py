@@ -282,14 +282,11 @@ def test_a_heuristic_pass_that_outlasts_the_deadline_is_killed_and_the_earlier_p
     assert plan.objective_value <= plans[0].objective_value
 
 
-def test_a_deterministic_deadline_still_knows_the_wall_time_of_its_limit(monkeypatch) -> None:
+def test_a_deterministic_deadline_still_knows_the_wall_time_of_its_limit() -> None:
     """``wall_left``: the guard that keeps a deterministic run near its limit's wall time counts from
     the root's making, for every part (whatever deterministic seconds they were given) unless a part
     sets a sooner one, and is 0 once cancelled; a deadline without a limit has no end."""
-    from optplan.core import deadline
-
-    monkeypatch.setattr(deadline, "GUARD_SLACK", 0.0)  # the guard as the CLI has it (conftest turns it off)
-    root = Deadline(100.0, deterministic=True)
+    root = Deadline(100.0, deterministic=True, guard=100.0)  # (the CLI's: guard_seconds(100) = 400)
     part = root.part(5.0)
     part.spend(5.0)
     assert part.expired() and 90.0 < part.wall_left() <= 100.0 and root.wall_left() >= part.wall_left()
@@ -300,19 +297,18 @@ def test_a_deterministic_deadline_still_knows_the_wall_time_of_its_limit(monkeyp
     assert part.wall_left() == 0.0
 
 
-def test_past_its_wall_guard_a_deterministic_deadline_is_over_and_says_so(monkeypatch) -> None:
+def test_past_its_wall_guard_a_deterministic_deadline_is_over_and_says_so() -> None:
     """Deterministic seconds left, but the limit's wall time is up: ``left()`` is 0 (every loop that
     polls it stops) and the root records it (the registry then reports that the answer may not
-    repeat); GUARD_SLACK inf: no guard."""
-    from optplan.core import deadline
+    repeat); ``guard=inf``: no guard. By default the guard sits at ``guard_seconds`` of the limit."""
+    from optplan.core.deadline import guard_seconds
 
-    monkeypatch.setattr(deadline, "GUARD_SLACK", 0.0)
     root = Deadline(100.0, deterministic=True)
+    assert 399.0 < root.wall_left() <= guard_seconds(100.0) == 400.0 and guard_seconds(1.0) == 11.0
     early = root.part(10.0, wall=0.0)
     assert early.left() == 0.0 and early.expired() and root.guard_hit
     assert root.left() == pytest.approx(100.0)  # the root's own guard is not reached
-    monkeypatch.setattr(deadline, "GUARD_SLACK", float("inf"))
-    free = Deadline(1.0, deterministic=True)
+    free = Deadline(1.0, deterministic=True, guard=float("inf"))
     assert free.wall_left() == float("inf") and free.left() == 1.0 and not free.guard_hit
 
 

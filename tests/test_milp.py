@@ -301,12 +301,13 @@ def test_a_deterministic_mip_stopped_by_its_wall_cap_keeps_the_warm_start_every_
 def test_a_mip_that_would_not_fit_in_memory_is_refused_in_one_line(shared, monkeypatch, capsys, solver) -> None:
     """Issue 19 §2: the model's size is estimated (``BYTES_PER_PAIR`` per pair of units alive
     together) before anything is built; with less memory available than that (here 1 MiB) the
-    planner refuses with one line naming the need, and the CLI exits 2 at once."""
+    planner refuses with one line naming the need, and the CLI exits 1 at once: no plan, not a
+    usage error (issue 30: it exited 2, the code of a mistyped command)."""
     monkeypatch.setattr(milp, "available_memory", lambda: 1 << 20)
     path = shared / "minimalloc" / "A.1048576.csv"
     with pytest.raises(OptplanError, match=r"would have about [\d,]+ disjunctive pairs and need about"):
         registry.solve(read_problem(path), solver, time_limit=5)
-    assert main(["solve", str(path), "--planner", solver, "--time-limit", "5"]) == 2
+    assert main(["solve", str(path), "--planner", solver, "--time-limit", "5"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "GiB available" in err[0]
 

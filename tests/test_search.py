@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import sys
 import threading
@@ -501,12 +502,12 @@ def test_deterministic_runs_repeat_whatever_the_wall_clock_says(shared, monkeypa
     """minimalloc/D min-peak is cut off by its time limit (its optimum is not proven). In
     deterministic mode that limit is a node count: a run on a clock that races ahead (every reading
     10 s later than the last, as on a machine slowed to a crawl) gives the very same plan, bound
-    and node count as a normal run, and spends no more than its nodes."""
+    and node count as a normal run, and spends no more than its nodes. (Its wall-clock guard,
+    which that clock passes at once, is off: ``guard=inf``.)"""
     from optplan.core import deadline as clock_module
 
     p = read_problem(shared / "minimalloc" / "D.1048576.csv")
-    kw = dict(time_limit=0.5, workers=2, deterministic=True)
-    first = solve(p, "search", **kw)
+    first = solve(p, "search", workers=2, deadline=Deadline(0.5, deterministic=True, guard=math.inf))
 
     class Racing:
         now = 0.0
@@ -517,7 +518,7 @@ def test_deterministic_runs_repeat_whatever_the_wall_clock_says(shared, monkeypa
             return cls.now
 
     monkeypatch.setattr(clock_module, "time", Racing)
-    second = solve(p, "search", **kw)
+    second = solve(p, "search", workers=2, deadline=Deadline(0.5, deterministic=True, guard=math.inf))
     assert first.status == second.status == Status.FEASIBLE  # cut off, and says so
     assert first.placements == second.placements and first.lower_bound == second.lower_bound
     assert first.stats["nodes"] == second.stats["nodes"]

@@ -1,7 +1,5 @@
 """``python -m optplan.cli``: the ``optplan`` command."""
 
-import sys
+from optplan.cli import command
 
-from optplan.cli import main
-
-sys.exit(main())
+command()

@@ -68,12 +68,14 @@ def load_input(args: argparse.Namespace) -> Problem | Graph:
 
 
 def _deadline(args: argparse.Namespace) -> Deadline:
-    """The run's one Deadline, made before the problem is read: reading counts against the limit."""
-    from optplan.core.deadline import Deadline
+    """The run's one Deadline, made before the problem is read: reading counts against the limit
+    (and for the program, everything since the process started)."""
+    from optplan.core.deadline import Deadline, process_age
     from optplan.core.errors import OptplanError
 
-    try:
-        return Deadline(args.time_limit, getattr(args, "deterministic", False))
+    try:  # the program (``command()``): counted from the process's start, the imports included
+        elapsed = process_age() if getattr(args, "whole_process", False) and args.time_limit is not None else 0.0
+        return Deadline(args.time_limit, getattr(args, "deterministic", False), elapsed=elapsed)
     except ValueError as e:
         raise OptplanError(f"--time-limit: {e}") from None
 
@@ -86,14 +88,20 @@ def solve(args: argparse.Namespace) -> int:
     from optplan.formats import write_plan
 
     deadline = _deadline(args)
-    with interruptible(deadline) as signals:
-        found = load_input(args)
+    watch = _Watchdog(args, deadline)
+    with interruptible(deadline) as signals, watch:
+        try:
+            found = load_input(args)
+        except KeyboardInterrupt as e:  # (``Interrupted``): nothing to keep yet
+            warn("optplan: interrupted while reading the problem: no plan yet, nothing written")
+            return getattr(e, "code", 130)
         if isinstance(found, Problem) and (args.reorder or not args.reuse):
             raise OptplanError("--reorder and --no-reuse apply to graphs (optplan-graph files)")
         signals.solving = True  # from here a signal stops the planners, and their best plan is kept
+        planning = watch.planning(len(found.buffers) if isinstance(found, Problem) else len(found.base.buffers))
         progress, stop = _progress_printer(found, args) if not args.json else (None, lambda: None)
         hint = _no_limit_hint(args, progress)
-        options = dict(deadline=deadline, workers=args.workers, seed=args.seed, objective=args.objective, progress=progress)
+        options = dict(deadline=planning, workers=args.workers, seed=args.seed, objective=args.objective, progress=progress)
         try:
             if isinstance(found, Problem):
                 problem, plan, doc = found, registry.solve(found, args.planner, **options), None
@@ -104,15 +112,91 @@ def solve(args: argparse.Namespace) -> int:
         finally:
             hint.cancel()
             stop()
+        watch.writing()
         if progress is not None:
             progress.answer(plan)  # the last line: the answer, on the report's clock
         if args.output and plan.found and doc is None:
-            write_plan(problem, plan, args.output)
+            write_plan(problem, plan, args.output, times=not args.deterministic)  # (its times: the report's)
     report_plan(args, problem, plan, doc)
     if signals.exit_code is not None:
-        warn("optplan: interrupted" + (f"; the best plan found is in {args.output}" if args.output and plan.found else ""))
+        kept = f"; the best plan found is in {args.output}" if args.output and plan.found else ""
+        warn("optplan: interrupted" + (kept or ("" if plan.found else ": no plan yet, nothing written")))
         return signals.exit_code
     return EXIT_OK if plan.found else EXIT_NO_PLAN
+
+
+class _Watchdog:
+    """The program's promise (``command()``, a wall-clock ``--time-limit T``): the process ends
+    within max(1.1 T, T + 1 s) of its start. A planner that does not poll its deadline often
+    enough on a huge problem, or a problem that takes longer than the limit to read, would break
+    it. So a thread watches. A planner still running at the limit (late: the registry gave it
+    less) has its deadline cancelled ("time limit reached"): what polls the deadline stopped
+    already, but cancelling also runs the hooks that stop CP-SAT and a portfolio's members at
+    once (not after their grace), and they hand back their best plan. Once the plan could no
+    longer be written and reported in time
+    (reading: ``READING_MARGIN`` before that end, the margin a thread may wait for the GIL while
+    numpy parses; planning: ``PLANNING_MARGIN`` plus ``TAIL_PER_BUFFER`` per buffer before it),
+    if the plan is not being written yet, the process says so in one line and leaves (exit 1, no
+    plan; children killed, temporary directories removed). Off for ``main()`` called in Python
+    and for ``--deterministic`` (whose runs end by their own measure, not the clock)."""
+
+    READING_MARGIN = 0.6
+    PLANNING_MARGIN = 0.3
+    TAIL_PER_BUFFER = 3e-6  # writing and reporting a plan, and the exit (10^6 buffers: 2.5-3 s at load 4)
+
+    def __init__(self, args: argparse.Namespace, deadline: Deadline) -> None:
+        import threading
+
+        self.lock, self.phase, self.buffers = threading.Lock(), "reading the problem", 0
+        self.deadline, self.done = deadline, threading.Event()
+        self.part = deadline  # (``planning``: the planners' part of it)
+        self.thread: threading.Thread | None = None
+        if getattr(args, "whole_process", False) and deadline.limited and not deadline.deterministic:
+            self.limit = float(args.time_limit)
+            self.end = deadline.end + max(0.1 * self.limit, 1.0)  # (perf_counter time)
+            self.thread = threading.Thread(target=self._watch, daemon=True, name="optplan-watchdog")
+
+    def __enter__(self) -> _Watchdog:
+        if self.thread is not None:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+
+    def planning(self, buffers: int) -> Deadline:
+        """The problem is read: the deadline the planners get, ending early enough for the plan to
+        be written and reported in time (``TAIL_PER_BUFFER``); the whole deadline when not watching."""
+        self.buffers = buffers
+        self.phase = "planning"
+        if self.thread is None or not self.deadline.limited:
+            return self.deadline
+        self.part = self.deadline.part(self.deadline.left() - self.TAIL_PER_BUFFER * buffers)
+        return self.part
+
+    def writing(self) -> None:
+        """From here the plan is written and reported: the watchdog lets it finish."""
+        with self.lock:
+            self.phase = ""
+
+    def _watch(self) -> None:
+        import time
+
+        from optplan.core.lifecycle import leave_now
+
+        while not self.done.wait(0.05):
+            with self.lock:
+                if not self.phase:
+                    return
+                reading = self.phase.startswith("reading")
+                last = self.end - (self.READING_MARGIN if reading else
+                                   self.PLANNING_MARGIN + self.TAIL_PER_BUFFER * self.buffers)
+                now = time.perf_counter()
+                if not reading and now >= self.part.end + 0.05 and self.deadline.cancelled is None:
+                    self.deadline.cancel("time limit reached")  # (its hooks only set flags and stop solvers)
+                if now >= last:
+                    warn(f"optplan: the time limit of {self.limit:g} s ran out while {self.phase}: no plan written")
+                    leave_now(EXIT_NO_PLAN)
 
 
 def _no_limit_hint(args: argparse.Namespace, progress, delay: float | None = None):  # type: ignore[no-untyped-def]

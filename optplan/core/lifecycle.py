@@ -108,9 +108,10 @@ def temp_dir(prefix: str) -> Iterator[str]:
             _temp_dirs.discard(path)
 
 
-def _leave_now(code: int) -> None:
+def leave_now(code: int) -> None:
     """The fast exit: start nothing more, kill every child's group, remove every ``temp_dir``
-    (``os._exit`` skips every ``finally``), and exit with ``code``."""
+    (``os._exit`` skips every ``finally``), and exit with ``code`` (a second signal, and the
+    ``optplan`` command once its output is flushed)."""
     with _lock:
         _leaving.set()
     kill_children()
@@ -337,7 +338,7 @@ def interruptible(deadline: Deadline) -> Iterator[Interrupts]:
                     continue
                 received.append(sig)
                 if len(received) > 1:  # the user insists: leave now, write nothing
-                    _leave_now(128 + sig)
+                    leave_now(128 + sig)
                 deadline.cancel("interrupted")
 
     watcher = threading.Thread(target=watch, daemon=True, name="optplan-signals")

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from optplan.core import jit, sweeps
-from optplan.core.columns import distinct
 from optplan.core.placement import Placement, offsets
 
 if TYPE_CHECKING:
@@ -48,23 +47,39 @@ def usage_curve(problem: Problem, placements: Mapping[str, Placement], memory: s
         start, end, size, top = (np.array(c, np.int64) for c in zip(*rects)) if rects else [np.zeros(0, np.int64)] * 4
     if not len(start):
         return UsageCurve(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
-    times = distinct(np.concatenate([start, end]))
-    live = _live(problem, placements, memory, times, (start, end, size))
-    highest = _highest_kernel(len(start))(np.searchsorted(times, start), np.searchsorted(times, end), top, len(times))
+    times, at_start, at_end = steps(start, end)
+    live = _live(problem, placements, memory, times, (at_start, at_end, size))
+    highest = _highest_kernel(len(start))(at_start, at_end, top, len(times))
     return UsageCurve(times, live, highest)
+
+
+def steps(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct times of ``start`` and ``end`` (sorted, as ``columns.distinct``) and the index of each
+    start and end among them, from one stable sort: four ``searchsorted`` of a million random
+    times into two million took 1.3-1.7 s of the report of a 10^6-buffer plan, this 0.5-0.9 s."""
+    both = np.concatenate([start, end])
+    order = np.argsort(both, kind="stable")
+    ordered = both[order]
+    new = np.empty(len(ordered), bool)
+    new[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    rank = np.empty(len(both), np.int64)
+    rank[order] = np.cumsum(new) - 1
+    return ordered[new], rank[:len(start)], rank[len(start):]
 
 
 def _live(problem: Problem, placements: Mapping[str, Placement], memory: str, times: np.ndarray,
           rects: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
-    """Live bytes at ``times`` from the buffers' ``rects`` (start, end, bytes); with relative
-    placements from the units' footprints instead, where members that overlap on purpose (an
-    output written into its input's bytes) count once."""
-    start, end, size = rects
+    """Live bytes at ``times`` from the buffers' ``rects`` (the indices in ``times`` of their start
+    and end, bytes); with relative placements from the units' footprints instead, where members
+    that overlap on purpose (an output written into its input's bytes) count once."""
+    at_start, at_end, size = rects
     if problem.relative:
         pieces = [(t0, t1, y1 - y0) for u in problem.units if placements.get(u.root, _NOWHERE).memory == memory
                   for t0, t1, y0, y1 in u.pieces]
         start, end, size = (np.array(c, np.int64) for c in zip(*pieces)) if pieces else [np.zeros(0, np.int64)] * 3
-    return live_load(np.searchsorted(times, start), np.searchsorted(times, end), size, len(times))
+        at_start, at_end = np.searchsorted(times, start), np.searchsorted(times, end)
+    return live_load(at_start, at_end, size, len(times))
 
 
 def live_load(first: np.ndarray, last: np.ndarray, size: np.ndarray, slots: int) -> np.ndarray:

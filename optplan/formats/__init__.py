@@ -116,13 +116,14 @@ def _read_plan(path: str | Path, problem: Problem) -> tuple[Mapping[str, Placeme
     return native_json.placements_of(doc, problem), {k: v for k, v in doc.items() if k != "placements"}, []
 
 
-def write_plan(problem: Problem, plan: Plan, path: str | Path) -> None:
-    """Write a found plan to ``path``: ``.json`` (the plan document, as ``solve --json`` prints it)
-    or ``.csv`` (MiniMalloc's ``id,lower,upper,size,offset``, one memory)."""
+def write_plan(problem: Problem, plan: Plan, path: str | Path, times: bool = True) -> None:
+    """Write a found plan to ``path``: ``.json`` (the plan document, as ``solve --json`` prints it;
+    ``times=False``: without its wall-clock figures, as ``--deterministic`` writes it, the same
+    bytes on every run) or ``.csv`` (MiniMalloc's ``id,lower,upper,size,offset``, one memory)."""
     if not plan.found:
         raise FormatError(f"{path}: not written: the plan is {plan.status.value}")
     ext = _ext(path)
-    text = minimalloc_csv.plan_to_csv(problem, plan) if ext == ".csv" else native_json.plan_to_json(plan)
+    text = minimalloc_csv.plan_to_csv(problem, plan) if ext == ".csv" else native_json.plan_to_json(plan, times)
     write_text(path, text)
 
 

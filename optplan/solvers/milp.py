@@ -43,7 +43,7 @@ import ortools.sat.python.cp_model  # noqa: F401  (must precede ``import pulp``)
 import pulp
 
 from optplan.core.deadline import Deadline
-from optplan.core.errors import OptplanError
+from optplan.core.errors import OptplanError, Refused
 from optplan.core.objective import Objective
 from optplan.core.plan import Placement
 from optplan.core.problem import Problem
@@ -205,7 +205,7 @@ def check_size(problem: Problem, name: str) -> int:
     pairs = overlapping_pairs(problem.units)
     need, have = pairs * BYTES_PER_PAIR, available_memory()
     if have is not None and need > have:
-        raise OptplanError(f"planner {name!r}: the MIP would have about {pairs:,} disjunctive pairs and need about "
+        raise Refused(f"planner {name!r}: the MIP would have about {pairs:,} disjunctive pairs and need about "
                            f"{need / 2**30:.1f} GiB of memory to build, {have / 2**30:.1f} GiB available; "
                            "use planner 'auto' or 'cpsat'")
     return pairs

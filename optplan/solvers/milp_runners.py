@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pulp
 
-from optplan.core.deadline import Deadline
+from optplan.core.deadline import GUARD_FACTOR, GUARD_PLUS, Deadline
 from optplan.core.errors import OptplanError
 from optplan.core.lifecycle import run_child, temp_dir
 from optplan.solvers.outcome import Outcome, stop_reason
@@ -38,13 +38,13 @@ _STARTUP = {"cbc": 0.4, "highs": 0.5}  # seconds a solver's child process needs 
 # this long before the deadline, at most this share of the time, and killed at the deadline.
 CBC_STOP_WINDOW, CBC_STOP_SHARE = 2.0, 0.3
 # Deterministic mode: branch-and-bound nodes per deterministic second (single thread), instead of a
-# wall-clock limit, and a wall cap: the budget + 1 s, and no later than the limit's own wall time
-# (``Deadline.wall_left``: minimalloc E's two parts, each capped at its budget + 1 s, took 8-10 s
-# at 5 s). A node budget does not bound the root: CBC spent 32 s there on minimalloc A (7 nodes).
+# wall-clock limit, and a wall cap far out, as the deadline's guard (``deadline.guard_seconds``):
+# max(4 x the budget, the budget + 10 s), and no later than that guard (``Deadline.wall_left``);
+# at the budget + 1 s (before issue 30) it fired on a loaded machine and the plan did not repeat. A node budget does not bound the root: CBC spent 32 s there on minimalloc A (7 nodes).
 # A capped solver is killed at once and its answer dropped (SIGINT let CBC hand over what it had
 # after up to 2 s, different on every run): the warm start stays, the same plan on every capped run.
 MIP_NODES_PER_SECOND = 100
-MIP_WALL_CAP = (1.0, 1.0)  # (times the budget, plus seconds)
+MIP_WALL_CAP = (GUARD_FACTOR, GUARD_PLUS)  # (times the budget, plus seconds)
 CAPPED = "stopped by the wall-clock cap of a deterministic run (its answer dropped)"
 
 Values = dict[str, float]  # a MIP solver's solution: variable name -> value
