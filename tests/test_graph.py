@@ -290,6 +290,19 @@ def test_deterministic_reorder_repeats() -> None:
     assert first.plan.peak["mem"] < solve_graph(g, time_limit=2).plan.peak["mem"]
 
 
+def test_a_deterministic_reordered_plan_file_repeats_byte_for_byte(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Issue 30 item 7 for graphs: the plan file of --deterministic holds no wall-clock figure
+    (it held seconds and stats' *_seconds), so two runs write the same bytes."""
+    src = tmp_path / "g.json"
+    write_graph(random_dag(30, 5), src)
+    files = [tmp_path / f"plan{k}.json" for k in range(2)]
+    for out in files:
+        code, _, _ = run(capsys, "solve", str(src), "--reorder", "--deterministic", "--time-limit", "1", "-o", str(out))
+        assert code == 0
+    assert "seconds" not in files[0].read_text()
+    assert files[0].read_bytes() == files[1].read_bytes()
+
+
 def test_reorder_beats_the_given_order_with_many_memories() -> None:
     g = two_branches().with_memories((Memory("sram", 40), Memory("dram")))
     given_plan, chosen = solve_graph(g, time_limit=10), solve_graph(g, reorder=True, time_limit=10)

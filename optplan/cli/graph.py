@@ -27,7 +27,7 @@ def solve(args: argparse.Namespace, graph: Graph, options: dict) -> tuple[Proble
 
     gp = solve_graph(graph, args.planner, reorder=args.reorder, reuse=args.reuse, **options)
     if args.output and gp.found:
-        write_graph_plan(gp, args.output)
+        write_graph_plan(gp, args.output, times=not args.deterministic)
     return gp.problem or graph.base, gp.plan, graph_plan_to_dict(gp)
 
 

@@ -62,13 +62,14 @@ def write_graph(graph: Graph, path: str | Path) -> None:
     write_text(path, graph_json.graph_to_json(graph))
 
 
-def write_graph_plan(gp: GraphPlan, path: str | Path) -> None:
-    """A graph's plan: the plan format with its order and reuses (JSON only: CSV has no room)."""
+def write_graph_plan(gp: GraphPlan, path: str | Path, times: bool = True) -> None:
+    """A graph's plan: the plan format with its order and reuses (JSON only: CSV has no room);
+    ``times=False``: without wall-clock figures (``--deterministic``: the same bytes every run)."""
     if not gp.found:
         raise FormatError(f"{path}: not written: the plan is {gp.plan.status.value}")
     if Path(path).suffix.lower() != ".json":
         raise FormatError(f"{path}: a graph's plan carries its order: write it as .json")
-    write_text(path, graph_json.graph_plan_to_json(gp))
+    write_text(path, graph_json.graph_plan_to_json(gp, times))
 
 
 def write_problem(problem: Problem, path: str | Path) -> None:

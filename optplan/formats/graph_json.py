@@ -95,13 +95,14 @@ def graph_to_json(graph: Graph) -> str:
     return json.dumps(doc, indent=1) + "\n"
 
 
-def graph_plan_to_dict(gp: GraphPlan) -> dict[str, Any]:
-    """The plan object of a graph plan: the plan format, with the order and the reuses taken."""
-    return {**plan_to_dict(gp.plan), "order": list(gp.order), "reuse": {r.output: r.input for r in gp.reuses}}
+def graph_plan_to_dict(gp: GraphPlan, times: bool = True) -> dict[str, Any]:
+    """The plan object of a graph plan: the plan format, with the order and the reuses taken
+    (``times=False``: without its wall-clock figures, as a ``--deterministic`` plan file)."""
+    return {**plan_to_dict(gp.plan, times=times), "order": list(gp.order), "reuse": {r.output: r.input for r in gp.reuses}}
 
 
-def graph_plan_to_json(gp: GraphPlan) -> str:
-    return json.dumps(graph_plan_to_dict(gp), indent=1) + "\n"
+def graph_plan_to_json(gp: GraphPlan, times: bool = True) -> str:
+    return json.dumps(graph_plan_to_dict(gp, times), indent=1) + "\n"
 
 
 def order_and_reuses(graph: Graph, doc: Mapping[str, Any], source: str) -> tuple[tuple[str, ...], tuple[Reuse, ...]]:
