@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from optplan.cli.output import EXIT_NO_PLAN, EXIT_OK, console, say, warn
-from optplan.cli.report import num, plan_table, print_json, report_plan
+from optplan.cli.report import num, plan_table, print_json, report_plan, report_verdict
 
 if TYPE_CHECKING:
     from optplan.core.deadline import Deadline
@@ -227,7 +227,6 @@ def _progress_printer(found: Problem | Graph, args: argparse.Namespace):  # type
 
 def validate(args: argparse.Namespace) -> int:
     from optplan.core.bounds import lower_bounds
-    from optplan.core.plan import peaks
     from optplan.core.problem import Problem
     from optplan.formats import validate_plan_file
 
@@ -237,19 +236,8 @@ def validate(args: argparse.Namespace) -> int:
 
         return graphs.validate(args, problem)
     placements, violations = validate_plan_file(args.plan, problem)  # and what the plan claims
-    if args.json:
-        say(json.dumps({"valid": not violations, "violations": [str(v) for v in violations],
-                        "peak": peaks(problem, placements) if not violations else None}))
-    elif violations:
-        for v in violations:
-            say(str(v))
-        say(f"INVALID: {len(violations)} violation(s)")
-    else:
-        bounds = lower_bounds(problem)
-        for m, peak in peaks(problem, placements).items():
-            say(f"{m}: peak {num(peak)}, lower bound {num(bounds.lower[m])}")
-        say("VALID")
-    return EXIT_NO_PLAN if violations else EXIT_OK
+    valid = report_verdict(args, problem, placements, violations, lambda: lower_bounds(problem).lower)
+    return EXIT_OK if valid else EXIT_NO_PLAN
 
 
 def bounds(args: argparse.Namespace) -> int:

@@ -5,11 +5,10 @@ extracted graph. Imported only when the file read is a graph."""
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING
 
 from optplan.cli.output import EXIT_NO_PLAN, EXIT_OK, say
-from optplan.cli.report import num
+from optplan.cli.report import num, report_verdict
 
 if TYPE_CHECKING:
     from optplan.core.bounds import Bounds
@@ -33,7 +32,6 @@ def solve(args: argparse.Namespace, graph: Graph, options: dict) -> tuple[Proble
 
 def validate(args: argparse.Namespace, graph: Graph) -> int:
     """A graph's plan: its order (default: the given one), the reuses it takes, its placements."""
-    from optplan.core.plan import peaks
     from optplan.formats import read_plan_file
     from optplan.formats.graph_json import order_and_reuses, plan_problem
     from optplan.graph.bounds import order_bound
@@ -42,19 +40,10 @@ def validate(args: argparse.Namespace, graph: Graph) -> int:
     placements, doc = read_plan_file(args.plan, graph.base)
     problem, violations = plan_problem(graph, doc, args.plan, placements)
     order, reuses = order_and_reuses(graph, doc or {}, args.plan)
-    if args.json:
-        say(json.dumps({"valid": not violations, "violations": [str(v) for v in violations],
-                        "peak": peaks(problem, placements) if not violations else None}))
-    elif violations:
-        for v in violations:
-            say(str(v))
-        say(f"INVALID: {len(violations)} violation(s)")
-    else:
-        bound = order_bound(graph, graph.order_of(order), Loads(graph.structure)).lower
-        for m, peak in peaks(problem, placements).items():
-            say(f"{m}: peak {num(peak)}, lower bound in this order {num(bound[m])}")
-        say(f"VALID ({len(order)} ops in order, {len(reuses)} reuse(s))")
-    return EXIT_NO_PLAN if violations else EXIT_OK
+    valid = report_verdict(args, problem, placements, violations,
+                           lambda: order_bound(graph, graph.order_of(order), Loads(graph.structure)).lower,
+                           "lower bound in this order", f"VALID ({len(order)} ops in order, {len(reuses)} reuse(s))")
+    return EXIT_OK if valid else EXIT_NO_PLAN
 
 
 def bounds(args: argparse.Namespace, graph: Graph, like: Bounds) -> Bounds:

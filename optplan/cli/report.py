@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from optplan.cli.output import console, say
@@ -12,6 +13,7 @@ from optplan.cli.output import console, say
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from optplan.core.placement import Placement
     from optplan.core.plan import Plan
     from optplan.core.problem import Problem
     from optplan.report.summary import MemoryRow
@@ -87,3 +89,25 @@ def report_plan(args: argparse.Namespace, problem: Problem, plan: Plan, doc: dic
         print_plan(problem, plan)
         if args.output and plan.found:
             say(f"plan written to {args.output}")
+
+
+def report_verdict(args: argparse.Namespace, problem: Problem, placements: Mapping[str, Placement],
+                   violations: Sequence[object], bound: Callable[[], Mapping[str, int]], bound_words: str = "lower bound",
+                   valid: str = "VALID") -> bool:
+    """``validate``'s output for a problem or a graph: JSON, the violations, or each memory's peak
+    beside its lower bound (``bound``: computed only for a valid plan) and ``valid``; True if valid."""
+    from optplan.core.plan import peaks
+
+    if args.json:
+        say(json.dumps({"valid": not violations, "violations": [str(v) for v in violations],
+                        "peak": peaks(problem, placements) if not violations else None}))
+    elif violations:
+        for v in violations:
+            say(str(v))
+        say(f"INVALID: {len(violations)} violation(s)")
+    else:
+        lower = bound()
+        for m, peak in peaks(problem, placements).items():
+            say(f"{m}: peak {num(peak)}, {bound_words} {num(lower[m])}")
+        say(valid)
+    return not violations

@@ -17,7 +17,7 @@ import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from optplan.graph.loads import Relations
+from optplan.graph.loads import Relations, bits
 from optplan.graph.model import Structure
 
 
@@ -115,15 +115,6 @@ class Segment:
         return load, new, after, nxt
 
 
-def _bits(mask: int) -> list[int]:
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
-    return out
-
-
 def best_first(seg: Segment, upper: int | None, max_states: int, stop: Callable[[], bool]) -> SegmentOrder | None:
     """The segment's least-peak order, or None if no order beats ``upper`` (which is then
     optimal). Past ``max_states`` states or once ``stop()`` holds it raises Unfinished."""
@@ -141,7 +132,7 @@ def best_first(seg: Segment, upper: int | None, max_states: int, stop: Callable[
         pops += 1
         if len(best) > max_states or (pops & 255 == 0 and stop()):
             raise Unfinished(min(peak, ceiling))  # popped in order: no open key is lower
-        for j in _bits(ready):
+        for j in bits(ready):
             load, new, after, nxt = seg.run(state, held, ready, j)
             top = max(peak, load)
             if top < ceiling and top < best.get(new, ceiling + 1):
@@ -176,7 +167,7 @@ def beam(seg: Segment, width: int, stop: Callable[[], bool]) -> SegmentOrder | N
             return None
         nxt: dict[int, tuple[int, int, int, tuple]] = {}
         for state, (peak, held, ready, path) in layer.items():
-            for j in _bits(ready):
+            for j in bits(ready):
                 load, new, after, rdy = seg.run(state, held, ready, j)
                 cand = (max(peak, load), after, rdy, (path, j))
                 old = nxt.get(new)

@@ -128,12 +128,12 @@ class Relations:
         for c in cuts:
             inner = self.before[c] & ~done
             if inner:
-                out.append(sorted(_bits(inner), key=rank.__getitem__))
+                out.append(sorted(bits(inner), key=rank.__getitem__))
             out.append([c])
             done |= inner | (1 << c)
         rest = ((1 << len(self.before)) - 1) & ~done
         if rest:
-            out.append(sorted(_bits(rest), key=rank.__getitem__))
+            out.append(sorted(bits(rest), key=rank.__getitem__))
         return out
 
 
@@ -155,7 +155,8 @@ def kahn(st: Structure) -> list[int]:
     return out
 
 
-def _bits(mask: int) -> list[int]:
+def bits(mask: int) -> list[int]:
+    """The indices of ``mask``'s set bits, lowest first (sets of ops as Python ints)."""
     out = []
     while mask:
         low = mask & -mask
