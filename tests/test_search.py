@@ -195,7 +195,7 @@ def check_each_ordering(problem: Problem, rules: Rules = ALL_RULES) -> None:
         for table in (NO_TABLE, table_of(o, 64)):
             for cap, expected in ((optimum - 1, kernel.INFEASIBLE), (optimum, kernel.FOUND)):
                 out = np.zeros(inst.n, np.int64)
-                status, _ = kernel.search(o.arrays, rules, np.int64(inst.scaled_capacity(cap)), np.int64(10**7),
+                status, _, _ = kernel.search(o.arrays, rules, np.int64(inst.scaled_capacity(cap)), np.int64(10**7),
                                           np.zeros(1, np.int64), out, *table)
                 assert status == expected, (o.name, cap, optimum, len(table[0]))
                 if expected == kernel.FOUND:
@@ -296,7 +296,7 @@ def test_lift_rule_is_exactly_as_strong_as_the_support_below() -> None:
     o = Ordered(inst, "given", np.arange(inst.n, dtype=np.int64))
     for cap, expected in ((5, kernel.INFEASIBLE), (6, kernel.FOUND)):
         out = np.zeros(inst.n, np.int64)
-        status, _ = kernel.search(o.arrays, ALL_RULES, np.int64(cap), np.int64(10**5), np.zeros(1, np.int64), out, *NO_TABLE)
+        status, _, _ = kernel.search(o.arrays, ALL_RULES, np.int64(cap), np.int64(10**5), np.zeros(1, np.int64), out, *NO_TABLE)
         assert status == expected, cap
     assert validate(p, inst.placements(o.unpermute(out))) == [] and out.tolist() == [0, 2, 2, 3, 5]
 
@@ -638,7 +638,7 @@ def run_with_restarts(o, cap: int, table, first: int) -> tuple[int, int, np.ndar
     while True:
         out = np.zeros(len(o.perm), np.int64)
         tab = table_of(o, 1 << 12, limit) if table is None else table
-        status, nodes = kernel.search(o.arrays, ALL_RULES, np.int64(cap), np.int64(limit), np.zeros(1, np.int64), out, *tab)
+        status, nodes, _ = kernel.search(o.arrays, ALL_RULES, np.int64(cap), np.int64(limit), np.zeros(1, np.int64), out, *tab)
         if status != kernel.LIMIT:
             return status, nodes, out
         limit *= 2
@@ -660,7 +660,7 @@ def test_failed_state_table_changes_node_counts_not_answers() -> None:
             growing = Ordered(inst, o.name, o.perm)  # its table grows from 1024 slots as limits double
             for cap in range(low, low + 40):
                 out = np.zeros(inst.n, np.int64)
-                status, nodes = kernel.search(o.arrays, ALL_RULES, np.int64(cap), np.int64(10**7), np.zeros(1, np.int64), out,
+                status, nodes, _ = kernel.search(o.arrays, ALL_RULES, np.int64(cap), np.int64(10**7), np.zeros(1, np.int64), out,
                                               *NO_TABLE)
                 assert status != kernel.LIMIT
                 fresh = table_of(Ordered(inst, o.name, o.perm), 1 << 12)
@@ -741,7 +741,7 @@ def test_each_pruning_rule_switch_changes_the_search(rule: str, shared) -> None:
             counts = []
             for rules in (base, base._replace(**{rule: False})):
                 for cap, expected in ((optimum - 1, kernel.INFEASIBLE), (optimum, kernel.FOUND)):
-                    status, nodes = kernel.search(o.arrays, rules, np.int64(inst.scaled_capacity(cap)),
+                    status, nodes, _ = kernel.search(o.arrays, rules, np.int64(inst.scaled_capacity(cap)),
                                                   np.int64(10**5), np.zeros(1, np.int64), np.zeros(inst.n, np.int64),
                                                   *NO_TABLE)
                     assert status in (expected, kernel.LIMIT)
@@ -816,7 +816,7 @@ def test_two_workers_race_the_first_orderings_in_threads(monkeypatch: pytest.Mon
         while not stop[0] and time.monotonic() < end:
             time.sleep(0.001)
         stopped.append(bool(stop[0]))
-        return kernel.LIMIT, 1
+        return kernel.LIMIT, 1, 0
 
     monkeypatch.setattr(engine.kernel, "search", stuck_when_forced)
     out = engine.decide_parallel(orderings(inst), inst.n, 1 << 40, Deadline(20.0), workers=2,
@@ -1018,3 +1018,32 @@ def test_under_a_capacity_the_race_decides_the_bound_first(monkeypatch: pytest.M
     caps = [c for c, _ in seen]
     assert inst.scale == 1 and caps[0] == (lb if share > 1 else cap)
     assert share <= 1 or caps[1] == cap
+
+
+def test_a_twin_is_skipped_while_its_forced_ordering_never_branched_on_a_forced_section(monkeypatch):
+    """With the forced-section rule unable to fire (``tight`` off), each fixed ordering's twin
+    without the rule would repeat its search node for node: the decision runs only the forced one,
+    round after round. Restart orderings (their own arrays) still run without the rule."""
+    rng = random.Random(5)
+    buffers = tuple(Buffer(f"b{i}", rng.randint(1, 9) * 16, s, s + rng.randint(1, 6))
+                    for i, s in enumerate(rng.randrange(30) for _ in range(60)))
+    problem = Problem(buffers, (Memory("m"),))
+    inst = build(problem, "m", list(problem.units))
+    cap = inst.scaled_bound(lower_bounds(problem).lower["m"])
+    params = SearchParams(first_limit=8, rules=ALL_RULES._replace(tight=False))
+    ords = orderings(inst, 0)
+    fixed = {id(o.arrays) for o in ords}
+    calls: list[tuple[bool, int]] = []
+    search = kernel.search
+
+    def spy(a, rules, *args):  # type: ignore[no-untyped-def]
+        calls.append((rules.forced, id(a)))
+        return search(a, rules, *args)
+
+    monkeypatch.setattr(engine.kernel, "search", spy)
+    engine.decide(ords, inst.n, cap, Deadline(400 / params.nodes_per_second, deterministic=True),
+                  np.zeros(1, np.int64), True, None, params)
+    on_fixed = [forced for forced, a in calls if a in fixed]
+    assert on_fixed.count(True) > len(ords) // 2, "the decision needs more than one round for this test"
+    assert not any(forced is False for forced in on_fixed)
+    assert any(a not in fixed for _, a in calls), "restart orderings still run"

@@ -1,9 +1,10 @@
 """The core's sweeps (``optplan.core.sweeps``) compiled by numba, cached on disk; imported only
 where a plan is large enough for them to pay (``optplan.core.jit`` decides)."""
 
-from optplan.core import jit, sweeps
+from optplan.core import sweeps
+from optplan.core.numba_blas import skip_blas_probe
 
-jit.skip_blas_probe()  # before numba loads its array functions
+skip_blas_probe()  # before numba loads its array functions
 
 from numba import njit  # noqa: E402
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from optplan.core.deadline import Deadline, planning
+from optplan.core.numba_blas import skip_blas_probe
 
 # group -> (module, its kernels called from Python: compiled means each is in numba's cache). The
 # core's own groups are here; a planner family adds its group with ``register`` when its package is
@@ -148,29 +149,6 @@ def key_cache(kernel_file: str, call_graph: Sequence[str]) -> None:
     _CALL_GRAPHS[os.path.abspath(kernel_file)] = files
     if _CallGraphLocator is None:
         _install_locator(caching)
-
-
-def skip_blas_probe() -> None:
-    """Load numba's array functions (``numba.np.arraymath``) with its BLAS probe answering "none".
-    The probe imports ``scipy.linalg`` wherever SciPy is installed: 0.3-0.9 s of every process that
-    loads a kernel (measured here, loading the search's kernels: 0.68-1.34 s with it, 0.37-0.58 s
-    without), for inner products that no kernel of optplan takes (``np.dot`` of two 1-D float
-    arrays then runs numba's own loop). The probe is put back afterwards: other numba code in the
-    process that multiplies matrices still finds SciPy, when it first needs it."""
-    if "numba.np.arraymath" in sys.modules:
-        return
-    import numba.np.linalg as linalg
-
-    probe = linalg.ensure_blas
-
-    def no_blas() -> None:
-        raise ImportError("optplan loads numba's array functions without BLAS")
-
-    linalg.ensure_blas = no_blas
-    try:
-        importlib.import_module("numba.np.arraymath")
-    finally:
-        linalg.ensure_blas = probe
 
 
 _CALL_GRAPHS: dict[str, tuple[str, ...]] = {}  # kernel file -> every file of its call graph

@@ -103,7 +103,7 @@ def dive(ords: list[Ordered], n: int, lb: int = 0, clock: Deadline | None = None
         out = np.zeros(n, np.int64)
         t0 = time.perf_counter()
         with _stopped_at(clock, stop, n + 1):
-            status, nodes = kernel.search(o.arrays, rules, np.int64(1) << 60, np.int64(n + 1), stop, out, *NO_TABLE)
+            status, nodes, _ = kernel.search(o.arrays, rules, np.int64(1) << 60, np.int64(n + 1), stop, out, *NO_TABLE)
         stats.seconds += time.perf_counter() - t0
         stats.nodes += nodes
         stats.runs += 1
@@ -212,8 +212,11 @@ def _run(o: Ordered, n: int, cap: int, clock: Deadline, stop: np.ndarray, limit:
     t0 = time.perf_counter()
     rules = params.rules if o.forced else params.rules._replace(forced=False)
     with _stopped_at(clock if clock.deterministic else None, stop, budget):
-        status, nodes = kernel.search(o.arrays, rules, np.int64(cap), np.int64(budget), stop, out,
-                                      *table_of(o, params.table_slots, budget))
+        status, nodes, forced = kernel.search(o.arrays, rules, np.int64(cap), np.int64(budget), stop, out,
+                                              *table_of(o, params.table_slots, budget))
+    if o.forced and status != kernel.FOUND and o.alike.get(cap, 0) >= 0:
+        # a run that branched once is never alike again: a later run may skip that branch in its failed-state table
+        o.alike[cap] = -1 if forced else max(o.alike.get(cap, 0), int(nodes))
     stats.seconds += time.perf_counter() - t0
     stats.nodes += nodes
     stats.runs += 1
@@ -234,6 +237,10 @@ def _decide(ords: list[Ordered], n: int, cap: int, clock: Deadline, stop: np.nda
             o = ords[sched.at]
             if stop[0] or clock.left() <= 0 and (stats.runs or clock.deterministic or clock.root.left() <= 0):
                 return Decision(kernel.LIMIT, None, stats)  # but a share spent before its first run still runs once
+            twin = o.forced_twin
+            if twin is not None and twin.alike.get(cap, 0) >= sched.limit:
+                sched.at += 1  # its twin searched this tree without branching on a forced section: the same run
+                continue
             before = stats.nodes
             status, out = _run(o, n, cap, clock, stop, sched.limit, stats, params)
             if status == kernel.FOUND:

@@ -189,6 +189,10 @@ class Ordered:
         self.seed: tuple[int, ...] = (0,)  # of the random words: a run repeats with the same seed
         self.forced = True  # the kernel's forced-section rule on for this ordering's runs (orderings.fresh)
         self._of: Ordered | None = None  # the ordering whose arrays this one shares
+        # capacity -> nodes of this ordering's runs at it while none has branched on a forced section (-1 once one
+        # has): up to that many nodes the twin without the rule would search the same tree, so its run is skipped
+        # (engine._decide)
+        self.alike: dict[int, int] = {}
 
     def unforced(self) -> Ordered:
         """This ordering without the forced-section rule: its own failed-state table (twins race in two
@@ -197,6 +201,11 @@ class Ordered:
         twin.forced = False
         twin._of = self
         return twin
+
+    @property
+    def forced_twin(self) -> Ordered | None:
+        """The ordering this one is the twin of without the forced-section rule (``unforced``)."""
+        return None if self.forced else self._of
 
     @property
     def arrays(self) -> Arrays:

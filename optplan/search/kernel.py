@@ -60,7 +60,9 @@ POLL_NODES = 64  # the search reads its stop flag every this many nodes (a power
 @njit(cache=True, nogil=True)  # engine.decide_parallel runs orderings in threads
 def search(a, rules, cap, node_limit, stop, offsets, table, zob):
     """Is there a canonical plan of ``a`` (an ``Arrays``) with every top <= ``cap``, under the
-    pruning ``rules`` (a ``params.Rules``)? Returns (status, nodes); on FOUND ``offsets`` holds it.
+    pruning ``rules`` (a ``params.Rules``)? Returns (status, nodes, forced); on FOUND ``offsets``
+    holds it. ``forced``: frames that branched on a forced section; with none, the same run
+    without the forced-section rule would have searched the same tree (``engine`` skips it).
     LIMIT: ``node_limit`` nodes spent or ``stop[0]`` set by another worker.
 
     ``table``: the failed-state table (``state``'s docstring), kept across calls on the same
@@ -78,6 +80,7 @@ def search(a, rules, cap, node_limit, stop, offsets, table, zob):
     pool = np.empty(16 * n + 64, np.int64)
     initial_components(st, a, run, pool)
     nodes = 0
+    forced = 0
     depth = 0
     new_frame = True
     while True:
@@ -86,12 +89,12 @@ def search(a, rules, cap, node_limit, stop, offsets, table, zob):
         if new_frame:
             new_frame = False
             if st.reg[R_PT] == 0:
-                return FOUND, nodes
+                return FOUND, nodes, forced
             nodes += 1
             if nodes > node_limit:
-                return LIMIT, nodes
+                return LIMIT, nodes, forced
             if (nodes & (POLL_NODES - 1)) == 0 and stop[0] != 0:
-                return LIMIT, nodes
+                return LIMIT, nodes, forced
             enter(st, d, run)
             exhausted, emin, smin, smax, blocked = bounds(st, a, run, d, pool)
             if not exhausted and run.use_tt:
@@ -102,6 +105,8 @@ def search(a, rules, cap, node_limit, stop, offsets, table, zob):
                 exhausted = sections_fail(st, a, run, d, pool, emin, smin, smax)
             if not exhausted and rules.forced and rules.tight:
                 pick_forced_section(st, a, run, d, pool, emin, smin, smax)
+                if st.f[d, F_FS] >= 0:
+                    forced += 1
         elif rules.hatless and st.f[d, F_HAT] and st.f[d, F_FS] < 0:
             exhausted = True  # hatless: the reference plan is not in a later branch (pruning's docstring)
         if not exhausted:
@@ -115,6 +120,6 @@ def search(a, rules, cap, node_limit, stop, offsets, table, zob):
         record(st, d, run)
         o = st.f[d, F_OWNER]
         if o < 0:
-            return INFEASIBLE, nodes
+            return INFEASIBLE, nodes, forced
         depth = o
         backtrack(st, a, run, o)
