@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from optplan.cli.output import EXIT_NO_PLAN, EXIT_OK, console, say, warn
 from optplan.cli.report import num, plan_table, print_json, report_plan, report_verdict
 
 if TYPE_CHECKING:
+    from optplan.core.bounds import Bounds
     from optplan.core.deadline import Deadline
+    from optplan.core.objective import Objective
+    from optplan.core.plan import Plan
     from optplan.core.problem import Problem
     from optplan.graph.model import Graph
 
@@ -241,7 +244,10 @@ def validate(args: argparse.Namespace) -> int:
 
 
 def bounds(args: argparse.Namespace) -> int:
+    """The lower bound per memory that holds for any plan, or (``--time-limit``) the one ``solve``
+    reports: auto runs and its Plan.lower_bound is printed with what proves each number."""
     from optplan.core.bounds import lower_bounds
+    from optplan.core.objective import Objective
     from optplan.core.problem import Problem
 
     found = load_input(args)
@@ -251,23 +257,87 @@ def bounds(args: argparse.Namespace) -> int:
         from optplan.cli import graph as graphs
 
         b = graphs.bounds(args, found, b)
-    if b.infeasible:  # no plan, so no peak to bound: the proof alone (as a plan's report says it)
-        from optplan.core.bounds import infeasible_words
+    if b.infeasible:
+        return _infeasible_bounds(args, problem, b.infeasible)
+    objective = Objective.parse(args.objective, problem)
+    if args.time_limit is not None:
+        return _planned_bounds(args, found, b, objective)
+    source = {m: b.source.get(m, "live load") for m in problem.memory_names}
+    return _print_bounds(args, problem, b.lower, b.step, source, objective, None, _lift_note(problem, objective))
 
-        why = infeasible_words(problem, b.infeasible)
-        if args.json:
-            say(json.dumps({"lower_bound": {m: None for m in problem.memory_names},
-                            "step": {m: None for m in problem.memory_names}, "infeasible": why}))
-        else:
-            say(f"INFEASIBLE: {why}")
-        return EXIT_NO_PLAN
+
+def _infeasible_bounds(args: argparse.Namespace, problem: Problem, why: str) -> int:
+    """No plan, so no peak to bound: the proof alone (as a plan's report says it), null bounds."""
+    from optplan.core.bounds import infeasible_words
+
+    why = infeasible_words(problem, why)
     if args.json:
-        say(json.dumps({"lower_bound": b.lower, "step": b.step, "infeasible": None}))
+        nulls = {m: None for m in problem.memory_names}
+        say(json.dumps({"lower_bound": nulls, "step": nulls, "source": nulls, "infeasible": why,
+                        "objective": None, "status": "INFEASIBLE", "note": None}))
+    else:
+        say(f"INFEASIBLE: {why}")
+    return EXIT_NO_PLAN
+
+
+def _planned_bounds(args: argparse.Namespace, found: Problem | Graph, free: Bounds, objective: Objective) -> int:
+    """``bounds --time-limit``: auto's Plan.lower_bound (``registry.finish``, as ``solve`` reports
+    it), each number with its source; a step only where the number is the planner-free bound's."""
+    from optplan import registry
+    from optplan.core.bounds import reported_sources
+    from optplan.core.plan import Status
+    from optplan.core.problem import Problem
+
+    deadline = _deadline(args)
+    if isinstance(found, Problem):
+        problem, plan = found, registry.solve(found, "auto", deadline=deadline, objective=objective)
+    else:  # a graph: its given order with any reuses it allows, as solve plans it
+        from optplan.graph.planner import solve_graph
+
+        gp = solve_graph(found, "auto", deadline=deadline, objective=objective)
+        problem, plan = gp.problem or found.base, gp.plan
+    if plan.status is Status.INFEASIBLE:
+        return _infeasible_bounds(args, problem, plan.message)
+    optimal = plan.status is Status.OPTIMAL and objective.optimizes
+    source = reported_sources(problem, plan.placements, plan.lower_bound, plan.peak, free,
+                              objective.weights(problem), optimal, plan.planner)
+    step = {m: free.step.get(m) if v == free.lower.get(m) else None for m, v in plan.lower_bound.items()}
+    return _print_bounds(args, problem, plan.lower_bound, step, source, objective, plan, None)
+
+
+def _print_bounds(args: argparse.Namespace, problem: Problem, lower: Mapping[str, int], step: Mapping[str, int | None],
+                  source: Mapping[str, str], objective: Objective, plan: Plan | None, note: str | None) -> int:
+    """``bounds``' table (and the planner's status, or the note) or its JSON object."""
+    if args.json:
+        say(json.dumps({"lower_bound": dict(lower), "step": dict(step), "source": dict(source), "infeasible": None,
+                        "objective": str(objective), "status": None if plan is None else plan.status.value,
+                        "note": note}))
         return EXIT_OK
-    rows = [(m.name, num(m.capacity), num(b.lower[m.name]), "-" if b.step[m.name] is None else f"{b.step[m.name]:,}")
-            for m in problem.memories]
-    _table(("memory", "capacity", "lower bound", "at step"), rows)
+    rows = [(m.name, num(m.capacity), num(lower[m.name]), "-" if step.get(m.name) is None else f"{step[m.name]:,}",
+             source[m.name]) for m in problem.memories]
+    _table(("memory", "capacity", "lower bound", "at step", "source"), rows, left=("source",))
+    if plan is not None:
+        say(f"{plan.planner}: {plan.status.value} in {plan.seconds:.2f} s ({objective})"
+            + (f": {plan.message}" if plan.message else ""))
+    if note:
+        say(f"note: {note}")
     return EXIT_OK
+
+
+def _lift_note(problem: Problem, objective: Objective) -> str | None:
+    """What ``solve`` may report above the planner-free bounds under ``objective``, in one line
+    (``core.bounds.reported_bounds``): the peak of a memory the objective weighs where its plan
+    is proven optimal, and the bytes its plan holds live at once where the objective does not
+    weigh the memory (a capacitated memory with a slower one behind it: no plan need use it)."""
+    weights = objective.weights(problem)
+    lifted = [m for m in problem.memory_names if weights[m] > 0] if objective.optimizes else []
+    held = [m for m in problem.memory_names if weights[m] == 0]
+    parts = ([f"{', '.join(lifted)} to the peak where it proves its plan optimal"] if lifted else []) + (
+        [f"{', '.join(held)} to the bytes its plan holds live at once ({objective} does not weigh that peak)"] if held else [])
+    if not parts:
+        return None
+    return (f"solve may report more ({objective}): {'; '.join(parts)}. "
+            "--time-limit SECONDS runs auto and reports solve's bound")
 
 
 def _table(columns: tuple[str, ...], rows: Sequence[tuple[str, ...]], no_wrap: bool = True,

@@ -55,7 +55,8 @@ def bounds(args: argparse.Namespace, graph: Graph, like: Bounds) -> Bounds:
     if not args.json:
         say(f"any order: {', '.join(f'{m} {num(v)}' for m, v in every.lower.items())}"
             + (f" (at {every.at})" if every.at else ""))
-    return type(like)(given.lower, {m: None for m in given.lower}, given.infeasible)
+    source = {m: "live load in the given order" if v else "no buffer must be here" for m, v in given.lower.items()}
+    return type(like)(given.lower, {m: None for m in given.lower}, given.infeasible, source)
 
 
 def write(args: argparse.Namespace, graph: Graph) -> int:

@@ -110,8 +110,14 @@ def _validate(s: argparse.ArgumentParser) -> None:
 
 def _bounds(s: argparse.ArgumentParser) -> None:
     _problem_arg(s)
-    s.add_argument("--json", action="store_true", help="print one JSON object: lower_bound and step per memory "
-                   "(null where infeasibility is proven), infeasible (the proof, or null)")
+    s.add_argument("--time-limit", type=_option("time_limit", float, seconds=True), default=None,
+                   help="run auto for up to this many seconds and report the bound solve reports (lifted to the "
+                        "peak where the objective proves it, at least the bytes held where the objective does not "
+                        "weigh a memory). Default: no planner runs; the bounds that hold for any plan")
+    _objective_arg(s)
+    s.add_argument("--json", action="store_true", help="print one JSON object: lower_bound, step and source per "
+                   "memory (null where infeasibility is proven), infeasible (the proof, or null), objective, "
+                   "status (auto's, with --time-limit; else null), note (what solve may report above the bound, or null)")
     s.set_defaults(run=commands.bounds)
 
 

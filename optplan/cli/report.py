@@ -31,12 +31,13 @@ def plan_table(problem: Problem, plan: Plan, rows: list[MemoryRow]) -> Table:
     from optplan.report.summary import percent
 
     t = Table(title=f"{plan.planner}: {plan.status.value} in {plan.seconds:.2f} s", title_justify="left", box=box.SIMPLE_HEAD)
-    two = len(problem.memories) > 1
-    cols = ("memory", "capacity", "peak", "lower bound", "gap", "step of peak", "buffers") + (("bytes", "benefit") if two else ())
+    two, gap = len(problem.memories) > 1, plan.objective.optimizes  # feasible: no quantity, so no gap
+    cols = ("memory", "capacity", "peak", "lower bound") + (("gap",) if gap else ()) + ("step of peak", "buffers") + (
+        ("bytes", "benefit") if two else ())
     for col in cols:
         t.add_column(col, justify="left" if col == "memory" else "right", no_wrap=True)
     for r in rows:
-        t.add_row(r.name, num(r.capacity), num(r.peak), num(r.bound), percent(r.gap),
+        t.add_row(r.name, num(r.capacity), num(r.peak), num(r.bound), *((percent(r.gap),) if gap else ()),
                   "-" if r.step is None else f"{r.step:,}", f"{r.buffers:,}", *((num(r.bytes), num(r.benefit)) if two else ()))
     return t
 

@@ -14,7 +14,7 @@ import itertools
 import math
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -32,6 +32,10 @@ class Bounds:
     lower: dict[str, int]  # memory -> proven lower bound on its peak
     step: dict[str, int | None]  # memory -> a time step where that bound is attained
     infeasible: str | None = None  # why no plan can exist, naming memory/step or buffer
+    source: dict[str, str] = field(default_factory=dict)  # memory -> what proves its bound, in words
+
+
+LOAD, BIGGEST, FIXED, NOTHING = "live load", "largest buffer", "fixed placement", "no buffer must be here"
 
 
 def peak_load(start: np.ndarray, end: np.ndarray, size: np.ndarray) -> tuple[int, int | None]:
@@ -95,7 +99,7 @@ def _plain_bounds(problem: Problem) -> Bounds:
     cols, mem = problem.columns, problem.memories[0]
     m = mem.name
     if len(cols.ids) == 0:
-        return Bounds({m: 0}, {m: None}, None)
+        return Bounds({m: 0}, {m: None}, None, {m: NOTHING})
     held = cols.size > 0
     start, end, size = cols.start[held], cols.end[held], cols.size[held]
     biggest = int(cols.size.max())
@@ -111,9 +115,10 @@ def _plain_bounds(problem: Problem) -> Bounds:
             load, at = r_load - int((rounded - size).max()), r_at
     if mem.capacity is not None and load > mem.capacity:
         return Bounds({m: 0}, {m: None}, f"memory {m!r}: at step {at:,}, {exact_size(load)} must be live but the capacity is {exact_size(mem.capacity)}")
+    source = LOAD if load else NOTHING
     if biggest > load:  # a buffer reaches its size above offset 0
-        load, at = biggest, int(cols.start[int(np.argmax(cols.size))])
-    return Bounds({m: load}, {m: at}, None)
+        load, at, source = biggest, int(cols.start[int(np.argmax(cols.size))]), BIGGEST
+    return Bounds({m: load}, {m: at}, None, {m: source})
 
 
 def _lower_bounds(problem: Problem) -> Bounds:
@@ -124,6 +129,7 @@ def _lower_bounds(problem: Problem) -> Bounds:
     units = problem.units
     lower = {m: 0 for m in names}
     step: dict[str, int | None] = {m: None for m in names}
+    source = {m: NOTHING for m in names}
 
     for u in units:
         bounded = [c for c in (cap[m] for m in u.memories) if c is not None]
@@ -132,7 +138,7 @@ def _lower_bounds(problem: Problem) -> Bounds:
         if u.fixed_offset is not None and len(u.memories) == 1 and u.pieces:
             m, top = u.memories[0], u.fixed_offset + u.top  # zero-size members take no bytes
             if top > lower[m]:
-                lower[m], step[m] = top, u.start
+                lower[m], step[m], source[m] = top, u.start, FIXED
 
     msg = _fixed_conflict(problem)
     if msg:
@@ -177,6 +183,7 @@ def _lower_bounds(problem: Problem) -> Bounds:
             rest = load - sum(cap[o] for o in others)  # type: ignore[misc]
             if rest > lower[m]:
                 lower[m], step[m] = rest, at
+                source[m] = LOAD if not others else f"{LOAD} beyond the capacity of {', '.join(others)}"
     for u in units:  # a unit reaches at least its top above its lowest legal offset (more than
         # its live load when a gap's window keeps its upper bytes free at every step)
         if u.fixed_offset is None and len(u.memories) == 1 and u.top:
@@ -184,8 +191,8 @@ def _lower_bounds(problem: Problem) -> Bounds:
             if u.top - min(u.low, 0) + u.modulus[m][0] - 1 > lower[m]:  # else the reach cannot beat it
                 reach = u.lowest_offset(m) + u.top
                 if reach > lower[m]:
-                    lower[m], step[m] = reach, u.start
-    return Bounds(lower, step, None)
+                    lower[m], step[m], source[m] = reach, u.start, BIGGEST
+    return Bounds(lower, step, None, source)
 
 
 def _fixed_conflict(problem: Problem) -> str | None:
@@ -226,6 +233,27 @@ def reported_bounds(problem: Problem, placements: Mapping[str, Placement], peak:
             out[m] = max(v, peak[m]) if optimal else v
         else:
             out[m] = max(v, _held(problem, placements, m))
+    return out
+
+
+def reported_sources(problem: Problem, placements: Mapping[str, Placement], reported: Mapping[str, int],
+                     peak: Mapping[str, int], free: Bounds, weights: Mapping[str, int], optimal: bool,
+                     planner: str) -> dict[str, str]:
+    """What proves each of ``reported_bounds``' numbers, in words (``optplan bounds --time-limit``):
+    the objective-free bound's own source (``free``: live load, largest buffer, ...) where the
+    number is that bound; else the optimality ``planner`` proved (a weighed memory of an
+    ``optimal`` plan at its peak), the bytes the plan holds live at once (a memory the objective
+    does not weigh), or the bound ``planner`` proved."""
+    out = {}
+    for m, v in reported.items():
+        if v == free.lower.get(m):
+            out[m] = free.source.get(m, LOAD)
+        elif weights.get(m, 0) > 0 and optimal and v == peak.get(m):
+            out[m] = f"proved optimal by {planner}"
+        elif weights.get(m, 0) == 0 and placements and v == _held(problem, placements, m):
+            out[m] = f"bytes {planner}'s plan holds live at once (the objective does not weigh this peak)"
+        else:
+            out[m] = f"proved by {planner}"
     return out
 
 

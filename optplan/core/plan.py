@@ -63,9 +63,10 @@ class Plan:
         """Relative distance to the proven bound of the quantity ``gap_of`` names: sum(peak) /
         sum(lower bound) - 1, the weighted objective when one is recorded; for a lexicographic
         objective the first quantity not at its bound (benefit kept: bound / kept - 1). None when
-        there is no plan, or the bound is 0 while the plan uses memory.
+        there is no plan, the bound is 0 while the plan uses memory, or the objective optimizes nothing
+        (``feasible``: a plan within the capacities is the answer, no quantity can fall short).
         """
-        if not self.placements and self.status in (Status.INFEASIBLE, Status.UNKNOWN):
+        if not self.objective.optimizes or (not self.placements and self.status in (Status.INFEASIBLE, Status.UNKNOWN)):
             return None
         if len(self.components) > 1:
             short = self._short()
@@ -97,6 +98,9 @@ class Plan:
         return next(((n, v, b) for n, v, b in self.components if (v < b if n == BENEFIT else v > b)), None)
 
     def memory_gap(self, memory: str) -> float | None:
+        """``memory``'s peak against its lower bound (None where the objective optimizes nothing)."""
+        if not self.objective.optimizes:
+            return None
         peak, bound = self.peak.get(memory, 0), self.lower_bound.get(memory, 0)
         if peak <= bound:
             return 0.0

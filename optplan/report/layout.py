@@ -43,17 +43,18 @@ class PlanHeader:
     peak: dict[str, int] | None = None
     lower_bound: dict[str, int] | None = None
     gap: float | None = None
+    objective: str | None = None  # feasible: no gap (nothing is optimized)
 
     @classmethod
     def of(cls, plan: Plan) -> PlanHeader:
-        return cls(plan.planner, plan.status.value, dict(plan.peak), dict(plan.lower_bound), plan.gap)
+        return cls(plan.planner, plan.status.value, dict(plan.peak), dict(plan.lower_bound), plan.gap, str(plan.objective))
 
     @classmethod
     def from_fields(cls, doc: dict | None) -> PlanHeader:
         """From ``read_plan_file``'s fields (None: a CSV plan)."""
         if doc is None:
             return cls()
-        return cls(doc.get("planner"), doc["status"], doc.get("peak"), doc.get("lower_bound"), doc.get("gap"))
+        return cls(doc.get("planner"), doc["status"], doc.get("peak"), doc.get("lower_bound"), doc.get("gap"), doc.get("objective"))
 
 
 def pyplot() -> Any:
@@ -75,6 +76,8 @@ def _title(header: PlanHeader, name: str | None = None) -> str:
         return f"{where}plan from a CSV file (it records no planner, status or gap)"
     gap = "n/a" if header.gap is None else f"{100 * header.gap:.2f}%"
     peak = ", ".join(f"{m} {human_bytes(v)}" for m, v in (header.peak or {}).items())
+    if header.objective == "feasible":  # a plan within the capacities is the answer: no gap
+        return f"{where}{header.planner}: {header.status} (feasible), peak {peak}"
     return f"{where}{header.planner}: {header.status}, peak {peak}, gap to bound {gap}"
 
 

@@ -123,12 +123,15 @@ class Reading:
         return {m: out[m] for m in self.problem.memory_names if m in out}
 
     def answer(self, plan: Plan) -> str:
-        """The last line: the answer's status, peaks, bounds and gap (an OPTIMAL plan's gap is 0)."""
+        """The last line: the answer's status, peaks, bounds and gap (an OPTIMAL plan's gap is 0; no
+        gap where the objective optimizes nothing: a plan within the capacities is the answer)."""
         head = f"{plan.status.value} in {plan.seconds:.2f} s"
         if not plan.found:
             return f"{head}: {plan.message or 'no plan'}"
         per = "; ".join(f"{m} peak {size_text(plan.peak[m])}, bound {size_text(plan.lower_bound.get(m))}"
                         for m in self.problem.memory_names if m in plan.peak)
+        if not plan.objective.optimizes:
+            return f"{head}: {per}; a plan within the capacities"
         return f"{head}: {per}; {gap_words(self.problem, plan)}"
 
 
