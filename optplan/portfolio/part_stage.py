@@ -27,6 +27,7 @@ from optplan.parts import Choice, Part, Reduction, settle, solve_in_turn
 from optplan.portfolio.context import PartRun, Run
 from optplan.portfolio.early import dives_only
 from optplan.portfolio.exact import exact_stage
+from optplan.portfolio.members import Attempt, attempt, judge, run_member
 from optplan.portfolio.params import PortfolioParams
 from optplan.portfolio.race import can_race, lower_priority
 from optplan.portfolio.staging import Staged, staging
@@ -162,13 +163,9 @@ def _search_members(part: Part, clock: Deadline, settings: Settings, params: Por
 
 def _run_search(name: str, on: PartRun, clock: Deadline, workers: int) -> Plan | None:
     """The search engine on the part (its work counts against ``clock``, deterministic mode too);
-    None if it failed (reported in ``on.stats``: a failing member must not sink the portfolio)."""
-    try:
-        return registry.solve(on.part.sub_problem, name, deadline=clock, seed=on.seed, objective=on.objective,
-                              workers=workers, goal=_goal_bytes(on), **_search_options(name, on.params))
-    except Exception as e:  # noqa: BLE001 - reported
-        on.stats[f"{name}_error"] = f"{type(e).__name__}: {e}"
-        return None
+    None if it failed or its plan was invalid (reported in ``on.stats``)."""
+    return run_member(on.part.sub_problem, name, clock, on.stats, objective=on.objective, seed=on.seed,
+                      workers=workers, goal=_goal_bytes(on), **_search_options(name, on.params))
 
 
 def _goal_bytes(on: PartRun) -> dict[str, int] | None:
@@ -222,19 +219,20 @@ def _race(on: PartRun, clock: Deadline, name: str) -> Result:
     quiet = on.run.beside_floor_race
     options = _search_options(name, params, 0.0 if quiet else None)
 
-    def searching_member(d: Deadline) -> Plan:
+    def searching_member(d: Deadline) -> Attempt:
         if quiet:  # (a forked process)
             lower_priority(params.race_nice)
-        return registry.solve(part.sub_problem, name, deadline=d, seed=on.seed, objective=on.objective, workers=mine,
-                              goal=_goal_bytes(on), **options)
+        return attempt(part.sub_problem, name, d, seed=on.seed, objective=on.objective, workers=mine,
+                       goal=_goal_bytes(on), **options)
 
     member = fork_member(searching_member, searching)
     verdict: list[Result | None] = [None]
 
     def wait() -> None:
-        plan = member.result()
+        got = member.result()
         if member.error:
             on.stats[f"{name}_error"] = member.error
+        plan = None if got is None else judge(part.sub_problem, got, on.objective, on.stats)
         verdict[0] = _take_search(plan, name, on)
         if verdict[0] is not None:
             exact_clock.halt()

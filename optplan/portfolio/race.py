@@ -25,6 +25,7 @@ from optplan.core.objective import Objective
 from optplan.core.plan import Plan, Status
 from optplan.core.problem import Problem
 from optplan.core.sizes import sizes_text
+from optplan.portfolio.members import Attempt, attempt, judge
 from optplan.portfolio.params import DEFAULTS, PortfolioParams
 from optplan.registry import Result
 
@@ -71,6 +72,7 @@ class SearchRace:
         self.plan: Plan | None = None
         self.thread: threading.Thread | None = None  # the rest's (``beside``)
         self.proven: dict[str, int] = {}  # floor: the bound the search proved
+        self.notes: dict[str, object] = {}  # the search's invalid plan, if it returned one (``judge``)
         self.done = threading.Event()  # the rest returned, or the search settled the question
         self.watcher = threading.Thread(target=self._wait, daemon=True, name="optplan-search-race")
         self.watcher.start()
@@ -97,8 +99,8 @@ class SearchRace:
             member = fork_member(lambda d: minimize_search(problem, name, d, seed, mine, objective, params, *extra),
                                  searching, grace=1.0, partial=progress)
         else:
-            member = fork_member(lambda d: registry.solve(problem, name, deadline=d, seed=seed, objective=objective,
-                                                          workers=mine), searching, grace=1.0)
+            member = fork_member(lambda d: attempt(problem, name, d, seed=seed, objective=objective, workers=mine),
+                                 searching, grace=1.0)
         return cls(problem, objective, member, searching, deadline.part(None), floor, params)
 
     def beside(self, rest: Callable[[], Result]) -> Result | None:
@@ -135,8 +137,8 @@ class SearchRace:
         return out[0]
 
     def _wait(self) -> None:
-        plan = self.member.result()
-        self.plan = plan if isinstance(plan, Plan) else None
+        got = self.member.result()
+        self.plan = judge(self.problem, got, self.objective, self.notes) if isinstance(got, Attempt) else None
         if self.floor and self.plan is not None:
             self.proven = dict(self.plan.lower_bound)
         if self.plan is not None and (self.plan.status in (Status.OPTIMAL, Status.INFEASIBLE)
@@ -154,7 +156,7 @@ class SearchRace:
             self.searching.halt()
         self.watcher.join()
         plan = self.plan
-        stats = dict(result.stats)
+        stats = {**result.stats, **self.notes}
         stats["search_race"] = (self.member.error or "no answer") if plan is None else \
             f"{plan.status.value} in {plan.seconds:.2f} s, {plan.stats.get('nodes', 0):,} nodes" + (f" at {sizes_text(self.proven)}" if self.floor else "")
         if self.floor and plan is not None and plan.status == Status.OPTIMAL:
@@ -183,14 +185,14 @@ class SearchRace:
 
 def minimize_search(problem: Problem, name: str, deadline: Deadline, seed: int, workers: int,
                     objective: Objective, params: PortfolioParams = DEFAULTS,
-                    progress: Callable[[dict], None] | None = None) -> Plan:
+                    progress: Callable[[dict], None] | None = None) -> Attempt:
     """Search planner ``name`` minimizing a one-memory ``problem``, in a forked process (the race):
     its time slices alternate between the proven bound and a plan below its best, the bound's slice
     ``race_floor_share`` times the other's, first. A plan at the bound is optimal (most instances
     with a known optimum have it at the load bound); where the optimum lies above (minimalloc/D)
     the plan keeps coming down on this process's core."""
-    return registry.solve(problem, name, deadline=deadline, seed=seed, objective=objective, workers=workers,
-                          params=params.racing_search(params.race_floor_share), progress=progress)
+    return attempt(problem, name, deadline, seed=seed, objective=objective, workers=workers,
+                   params=params.racing_search(params.race_floor_share), progress=progress)
 
 
 def _relay(problem: Problem, objective: Objective) -> Callable[[dict], None]:
