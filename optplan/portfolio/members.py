@@ -12,12 +12,13 @@ becomes a Plan with the status and bounds ``registry.finish`` would give it.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from optplan import registry
 from optplan.core.deadline import Deadline
 from optplan.core.objective import Objective
-from optplan.core.plan import Plan
+from optplan.core.plan import Placement, Plan
 from optplan.core.problem import Problem
 from optplan.core.validate import validate
 from optplan.registry import Result
@@ -41,14 +42,20 @@ def attempt(problem: Problem, name: str, deadline: Deadline, **options: object) 
 
 def judge(problem: Problem, got: Attempt, objective: Objective, stats: dict[str, object]) -> Plan | None:
     """The member's answer as a Plan judged by ``objective``, or None when its placements fail the
-    validator (the first violation in ``stats["<name>_invalid"]``)."""
+    validator (``checked``)."""
     placements = got.result.placements
-    if placements is not None:
-        violations = validate(problem, placements)
-        if violations:
-            stats[f"{got.name}_invalid"] = f"{violations[0]} ({len(violations)} violations)"
-            return None
+    if placements is not None and not checked(problem, got.name, placements, stats):
+        return None
     return registry.verdict(problem, got.result, got.name, got.seconds, objective)
+
+
+def checked(problem: Problem, name: str, placements: Mapping[str, Placement], stats: dict[str, object]) -> bool:
+    """Member ``name``'s ``placements`` pass the validator; else the first violation is in
+    ``stats["<name>_invalid"]`` (its final plan or one it relayed while it ran)."""
+    violations = validate(problem, placements)
+    if violations:
+        stats[f"{name}_invalid"] = f"{violations[0]} ({len(violations)} violations)"
+    return not violations
 
 
 def run_member(problem: Problem, name: str, deadline: Deadline, stats: dict[str, object], *, objective: Objective,

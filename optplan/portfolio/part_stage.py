@@ -27,9 +27,9 @@ from optplan.parts import Choice, Part, Reduction, settle, solve_in_turn
 from optplan.portfolio.context import PartRun, Run
 from optplan.portfolio.early import dives_only
 from optplan.portfolio.exact import exact_stage
-from optplan.portfolio.members import Attempt, attempt, judge, run_member
+from optplan.portfolio.members import Attempt, attempt, checked, judge, run_member
 from optplan.portfolio.params import PortfolioParams
-from optplan.portfolio.race import can_race, lower_priority
+from optplan.portfolio.race import can_race, improving, lower_priority, relay
 from optplan.portfolio.staging import Staged, staging
 from optplan.registry import Result
 
@@ -207,8 +207,10 @@ def _take_search(plan: Plan | None, name: str, on: PartRun) -> Result | None:
 
 def _race(on: PartRun, clock: Deadline, name: str) -> Result:
     """The search engine ``name`` in a forked process beside CP-SAT and LNS here, on the whole
-    part's time and half the workers each; whichever settles the part first halts the other. A
-    plan the search returns enters the incumbent that LNS reads before each move. Beside a search
+    part's time and half the workers each; whichever settles the part first halts the other. Each
+    better plan the search finds is relayed here as it finds it (``race.relay``, as the whole
+    problem's race relays its figures), validated and settled into the incumbent that LNS reads
+    before each move and progress reports; so is the plan it returns. Beside a search
     deciding the bound of the whole problem (``Run.beside_floor_race``) this one gives way to it:
     a lower priority, and all its time for a better plan."""
     from optplan.solvers.cpsat import part_result
@@ -223,9 +225,14 @@ def _race(on: PartRun, clock: Deadline, name: str) -> Result:
         if quiet:  # (a forked process)
             lower_priority(params.race_nice)
         return attempt(part.sub_problem, name, d, seed=on.seed, objective=on.objective, workers=mine,
-                       goal=_goal_bytes(on), **options)
+                       goal=_goal_bytes(on), progress=relay(improving()), **options)
 
-    member = fork_member(searching_member, searching)
+    def offer(relayed: dict) -> None:  # (here, on the watcher's thread, as the member finds its plans)
+        placements = relayed["placements"]
+        if checked(part.sub_problem, name, placements, on.stats):
+            on.inc.offer(settle(part, placements), name)
+
+    member = fork_member(searching_member, searching, partial=offer)
     verdict: list[Result | None] = [None]
 
     def wait() -> None:

@@ -94,8 +94,8 @@ class SearchRace:
         mine = max(1, workers // 2)
         searching = deadline.part(params.floor_race_share * deadline.left() if floor else None)
         if floor:
-            relay = _relay(problem, objective) if progress is not None else None  # its plans, as it finds them
-            extra = () if relay is None else (relay,)
+            sent = relay(figures(problem, objective)) if progress is not None else None  # as it finds them
+            extra = () if sent is None else (sent,)
             member = fork_member(lambda d: minimize_search(problem, name, d, seed, mine, objective, params, *extra),
                                  searching, grace=1.0, partial=progress)
         else:
@@ -195,20 +195,47 @@ def minimize_search(problem: Problem, name: str, deadline: Deadline, seed: int, 
                    params=params.racing_search(params.race_floor_share), progress=progress)
 
 
-def _relay(problem: Problem, objective: Objective) -> Callable[[dict], None]:
-    """In the race's member: the search's progress (the one memory's peak and bound in bytes) as
-    ``auto`` reports it (the objective's value and bound, and the bytes), sent to the parent's
-    display as the search finds it (``lifecycle.report``), not when the race ends."""
+def relay(shape: Callable[[dict], dict | None]) -> Callable[[dict], None]:
+    """The progress callback of a search in a forked member: each report, as ``shape`` makes it
+    (None: nothing to send), goes to the parent's ``partial`` callback at once
+    (``lifecycle.report``), not when the member ends. The whole problem's race sends its
+    ``figures`` to the display; a part's race sends its ``improving`` plans to the part's
+    incumbent (``part_stage._race``)."""
     from optplan.core.lifecycle import report
 
+    def send(info: dict) -> None:
+        shaped = shape(info)
+        if shaped is not None:
+            report(shaped)
+    return send
+
+
+def figures(problem: Problem, objective: Objective) -> Callable[[dict], dict | None]:
+    """The search's progress on a one-memory ``problem`` (the memory's peak and bound in bytes) as
+    ``auto`` reports it: the objective's value and bound, and the bytes (the plan stays here)."""
     m = problem.memory_names[0]
     weight = objective.weights(problem)[m]
 
-    def send(info: dict) -> None:
+    def shape(info: dict) -> dict | None:
         best, bound = info.get("best"), info.get("bound")
-        report({**info, "best": None if best is None else weight * best, "bound": None if bound is None else weight * bound,
-                "peak": None if best is None else {m: best}, "lower": None if bound is None else {m: bound}})
-    return send
+        return {**{k: v for k, v in info.items() if k != "placements"},
+                "best": None if best is None else weight * best, "bound": None if bound is None else weight * bound,
+                "peak": None if best is None else {m: best}, "lower": None if bound is None else {m: bound}}
+    return shape
+
+
+def improving() -> Callable[[dict], dict | None]:
+    """The search's plans (``placements``) from its progress, each only when its peak is below the
+    last one sent (the search reports its rising bound with the same plan)."""
+    sent: list[int] = []
+
+    def shape(info: dict) -> dict | None:
+        best, placements = info.get("best"), info.get("placements")
+        if placements is None or best is None or (sent and best >= sent[-1]):
+            return None
+        sent.append(best)
+        return {"placements": placements}
+    return shape
 
 
 def lower_priority(nice: int) -> None:
