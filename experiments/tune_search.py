@@ -1,6 +1,7 @@
 """Search effort in nodes (load-independent): the engine's decision at 1 MiB on generated instances.
 
     python experiments/tune_search.py [--families guillotine pinwheel] [--seeds 0:40] [--nodes 2000000] [--jobs 2]
+        [--param first_limit=500 ...]
 
 Each instance runs the ``search`` planner (objective ``feasible``, so time parts and orderings as a
 user gets them) under a deterministic deadline of ``--nodes`` nodes, so the figures are node counts,
@@ -14,6 +15,7 @@ import argparse
 import math
 import sys
 import time
+from dataclasses import replace
 from concurrent.futures import ProcessPoolExecutor
 
 from bench_robust import quantile
@@ -21,14 +23,15 @@ from gen_instances import FAMILIES, instance
 
 from optplan.registry import solve
 from optplan.search import engine
-from optplan.search.params import DEFAULTS
+from optplan.search.params import DEFAULTS, SearchParams
 
 
-def one(args: tuple[str, int, int]) -> tuple[str, int, int, str, int, str, float]:
-    family, seed, nodes = args
+def one(args: tuple[str, int, int, SearchParams]) -> tuple[str, int, int, str, int, str, float]:
+    family, seed, nodes, params = args
     p = instance(family, seed)
     t0 = time.process_time()
-    plan = solve(p, "search", time_limit=nodes / DEFAULTS.nodes_per_second, deterministic=True, objective="feasible")
+    plan = solve(p, "search", time_limit=nodes / params.nodes_per_second, deterministic=True, objective="feasible",
+                 params=params)
     status = "found" if plan.found else plan.status.value.lower() if plan.status.value == "INFEASIBLE" else "limit"
     return (family, seed, len(p.buffers), status, int(plan.stats["nodes"]), ",".join(plan.stats["winning_orderings"]),
             time.process_time() - t0)
@@ -40,9 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", default="0:40")
     ap.add_argument("--nodes", type=int, default=2_000_000)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--param", action="append", default=[], metavar="FIELD=VALUE",
+                    help="a SearchParams field to change (numbers only), e.g. first_limit=500")
     args = ap.parse_args(argv)
     a, b = (int(x) for x in args.seeds.split(":"))
-    tasks = [(f, s, args.nodes) for f in args.families for s in range(a, b)]
+    params = replace(DEFAULTS, **{k: type(getattr(DEFAULTS, k))(v) for k, v in (x.split("=", 1) for x in args.param)})
+    tasks = [(f, s, args.nodes, params) for f in args.families for s in range(a, b)]
     engine.ensure_compiled()
     rows = []
     with ProcessPoolExecutor(args.jobs) as pool:

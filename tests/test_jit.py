@@ -159,3 +159,14 @@ def test_key_cache_notices_a_change_in_a_called_file(tmp_path: Path) -> None:
     assert run() == "20"  # from the cache
     (tmp_path / "callee.py").write_text("from numba import njit\n@njit(cache=True)\ndef f(x):\n    return x + 2\n")
     assert run() == "30"
+
+
+def test_loading_kernels_skips_numbas_blas_probe():
+    """Loading the search's kernels does not import scipy.linalg (numba's BLAS probe, 0.3-0.9 s of
+    every such process), and the probe is put back for other numba code in the process."""
+    pytest.importorskip("scipy")  # without SciPy there is no probe to skip
+    code = ("import sys; from optplan.search import engine; engine.ensure_compiled(); "
+            "import numba.np.linalg as la; print('scipy.linalg' in sys.modules, la.ensure_blas.__name__)")
+    out = _python(["-c", code])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "ensure_blas"]

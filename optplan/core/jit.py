@@ -143,10 +143,34 @@ def key_cache(kernel_file: str, call_graph: Sequence[str]) -> None:
     cache locator when it is decorated)."""
     from numba.core import caching
 
+    skip_blas_probe()
     files = tuple(sorted({os.path.abspath(f) for f in (kernel_file, *call_graph)}))
     _CALL_GRAPHS[os.path.abspath(kernel_file)] = files
     if _CallGraphLocator is None:
         _install_locator(caching)
+
+
+def skip_blas_probe() -> None:
+    """Load numba's array functions (``numba.np.arraymath``) with its BLAS probe answering "none".
+    The probe imports ``scipy.linalg`` wherever SciPy is installed: 0.3-0.9 s of every process that
+    loads a kernel (measured here, loading the search's kernels: 0.68-1.34 s with it, 0.37-0.58 s
+    without), for inner products that no kernel of optplan takes (``np.dot`` of two 1-D float
+    arrays then runs numba's own loop). The probe is put back afterwards: other numba code in the
+    process that multiplies matrices still finds SciPy, when it first needs it."""
+    if "numba.np.arraymath" in sys.modules:
+        return
+    import numba.np.linalg as linalg
+
+    probe = linalg.ensure_blas
+
+    def no_blas() -> None:
+        raise ImportError("optplan loads numba's array functions without BLAS")
+
+    linalg.ensure_blas = no_blas
+    try:
+        importlib.import_module("numba.np.arraymath")
+    finally:
+        linalg.ensure_blas = probe
 
 
 _CALL_GRAPHS: dict[str, tuple[str, ...]] = {}  # kernel file -> every file of its call graph
