@@ -15,8 +15,8 @@ import argparse
 import math
 import sys
 import time
-from dataclasses import replace
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 
 from bench_robust import quantile
 from gen_instances import FAMILIES, instance

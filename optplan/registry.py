@@ -162,8 +162,8 @@ def member(problem: Problem, name: str, deadline: Deadline, **options: object) -
     Unlike ``solve`` the whole of ``deadline`` is the planner's (no time is kept to finish a user's
     plan: the caller's own call does that once), the options are not checked again, a problem the
     planner declines is answered without a plan (not routed to the portfolio that asked), and the
-    placements come back unvalidated: the caller validates them (``verdict``) and goes on without an
-    invalid plan."""
+    placements come back unvalidated: the caller validates them, goes on without an invalid plan
+    (``optplan.portfolio.members.judge``) and makes a valid one a Plan with ``verdict``."""
     fn = get(name)
     if problem.concurrent and not fn.clocks:  # type: ignore[attr-defined]
         raise OptplanError(f"planner {name!r} does not handle vector clocks (concurrent lifetimes)")
