@@ -107,21 +107,7 @@ def planner(name: str, clocks: bool = False, anytime: bool = False,
             if takes_deadline:
                 options["deadline"] = inner
             with running(deadline):  # the kernel gate decides on this deadline (validating the plan too)
-                bounds = lower_bounds(problem)
-                if bounds.infeasible is not None:
-                    result = Result(None, proven_infeasible=True, message=bounds.infeasible)
-                else:
-                    with running(inner):
-                        why = declines(problem) if declines is not None else None
-                        result = _route(problem, options, name, why) if why else fn(problem, **options)
-                _note(result, jit.note())
-                if deadline.deterministic and deadline.root.guard_hit:
-                    result.stats.setdefault("deterministic_wall_capped", 1)
-                    _note(result, (GUARDED, None))
-                reason = deadline.cancelled
-                if reason:
-                    result.stats["stopped"] = reason
-                    _note(result, (reason, None))
+                result = _answer(problem, fn, name, options, deadline, inner, declines, route=True)
                 return finish(problem, result, name, time.perf_counter() - t0, objective)
 
         run.__name__ = fn.__name__
@@ -131,12 +117,65 @@ def planner(name: str, clocks: bool = False, anytime: bool = False,
         run.clocks = clocks  # type: ignore[attr-defined]
         run.anytime = anytime  # type: ignore[attr-defined]
         run.declines = declines  # type: ignore[attr-defined]
+        run.takes = params  # type: ignore[attr-defined]
         if name in _REGISTRY:
             raise RuntimeError(f"planner {name!r} registered twice")
         _REGISTRY[name] = run
         return run
 
     return register
+
+
+def _answer(problem: Problem, fn: PlannerFn, name: str, options: dict[str, object], deadline: Deadline,
+            inner: Deadline, declines: Callable[[Problem], str | None] | None, route: bool) -> Result:
+    """``fn``'s raw answer on ``inner`` (``deadline`` less what is kept to finish the plan, or all of
+    it), run within ``deadline``: a problem its lower bounds prove infeasible is answered without
+    it, and one it declines goes to the ``ROUTE`` planner (``route``) or is answered without a plan;
+    the kernels' and the deadline's notes added."""
+    bounds = lower_bounds(problem)
+    if bounds.infeasible is not None:
+        result = Result(None, proven_infeasible=True, message=bounds.infeasible)
+    else:
+        with running(inner):
+            why = declines(problem) if declines is not None else None
+            if why and not route:
+                result = Result(None, message=f"{name}: {why}")
+            else:
+                result = _route(problem, options, name, why) if why else fn(problem, **options)
+    _note(result, jit.note())
+    if deadline.deterministic and deadline.root.guard_hit:
+        result.stats.setdefault("deterministic_wall_capped", 1)
+        _note(result, (GUARDED, None))
+    reason = deadline.cancelled
+    if reason:
+        result.stats["stopped"] = reason
+        _note(result, (reason, None))
+    return result
+
+
+def member(problem: Problem, name: str, deadline: Deadline, **options: object) -> Result:
+    """Planner ``name``'s raw Result on ``problem`` within ``deadline``, as the portfolio runs its
+    members on its sub-problems (internal: not the public ``solve``).
+
+    The options are the caller's typed values (``objective`` an Objective, ``params`` the planner's
+    own settings); those the planner does not take, and None, are dropped, as ``solve`` drops them.
+    Unlike ``solve`` the whole of ``deadline`` is the planner's (no time is kept to finish a user's
+    plan: the caller's own call does that once), the options are not checked again, a problem the
+    planner declines is answered without a plan (not routed to the portfolio that asked), and the
+    placements come back unvalidated: the caller validates them, goes on without an invalid plan
+    (``optplan.portfolio.members.judge``) and makes a valid one a Plan with ``verdict``."""
+    fn = get(name)
+    if problem.concurrent and not fn.clocks:  # type: ignore[attr-defined]
+        raise OptplanError(f"planner {name!r} does not handle vector clocks (concurrent lifetimes)")
+    takes = fn.takes  # type: ignore[attr-defined]
+    given = {k: v for k, v in options.items() if k in takes and v is not None}
+    if "objective" in takes:  # (every plan is judged by one: the problem's default if none is given)
+        given["objective"] = Objective.parse(given.get("objective"), problem)  # type: ignore[arg-type]
+    if "deadline" in takes:
+        given["deadline"] = deadline
+    with running(deadline):
+        return _answer(problem, fn.__wrapped__, name, given, deadline, deadline,  # type: ignore[attr-defined]
+                       fn.declines, route=False)  # type: ignore[attr-defined]
 
 
 def _route(problem: Problem, options: dict[str, object], name: str, why: str) -> Result:
@@ -219,8 +258,18 @@ def make_deadline(options: dict[str, object]) -> Deadline:
 
 
 def finish(problem: Problem, result: Result, name: str, seconds: float, objective: Objective | None = None) -> Plan:
-    """Turn a raw Result into a Plan: bounds, truthful status, validation (``objective``
-    defaults to the problem's default objective)."""
+    """Turn a raw Result into a Plan: validation (an invalid plan raises PlannerBug), bounds,
+    truthful status (``objective`` defaults to the problem's default objective)."""
+    if result.placements is not None:
+        violations = validate(problem, result.placements)
+        if violations:
+            raise PlannerBug(f"planner {name!r} produced an invalid plan: {violations[0]} ({len(violations)} violations)")
+    return verdict(problem, result, name, seconds, objective)
+
+
+def verdict(problem: Problem, result: Result, name: str, seconds: float, objective: Objective | None = None) -> Plan:
+    """``finish`` for a Result whose placements the caller has validated already (the portfolio,
+    which goes on without a member's invalid plan instead of raising): bounds, truthful status."""
     objective = Objective.parse(objective, problem)
     bounds = lower_bounds(problem)
     lower = dict(bounds.lower)
@@ -235,9 +284,6 @@ def finish(problem: Problem, result: Result, name: str, seconds: float, objectiv
         message = infeasible_words(problem, result.message) if result.proven_infeasible else result.message
         return Plan({}, status, name, {}, {} if result.proven_infeasible else lower, seconds, objective, None,
                     None if result.proven_infeasible else objective_bound, message, dict(result.stats))
-    violations = validate(problem, result.placements)
-    if violations:
-        raise PlannerBug(f"planner {name!r} produced an invalid plan: {violations[0]} ({len(violations)} violations)")
     peak = peaks(problem, result.placements)
     value = objective.value(problem, result.placements)
     at_bounds = all(peak[m] <= lower[m] for m in peak) and (

@@ -3,8 +3,6 @@ above the live load where no plan packs there, and a plan found at the bound is 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from brute_force import brute_force_optimum
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,12 +11,13 @@ from optplan.core.bounds import lower_bounds
 from optplan.core.buffer import Buffer, Memory
 from optplan.core.deadline import Deadline
 from optplan.core.objective import Objective
-from optplan.core.plan import Status
+from optplan.core.plan import Plan, Status
 from optplan.core.problem import Problem
 from optplan.parts import reduce
 from optplan.portfolio import exact
 from optplan.portfolio import race as racing
 from optplan.portfolio.incumbent import Incumbent
+from optplan.portfolio.members import Attempt, judge
 from optplan.portfolio.params import DEFAULTS
 from optplan.registry import Result, finish, solve
 from optplan.solvers.cpsat import Settings
@@ -76,12 +75,20 @@ def _one_memory(draw) -> Problem:
                      (draw(st.integers(0, 5)) for _ in range(n))])
 
 
+def _minimized(p: Problem) -> Plan:
+    """The race's minimization of ``p`` (``minimize_search``), judged as auto judges it."""
+    objective = Objective.parse("min-peak", p)
+    plan = judge(p, racing.minimize_search(p, "search", Deadline(30), 0, 1, objective), objective, {})
+    assert plan is not None
+    return plan
+
+
 @settings(max_examples=40, deadline=None)
 @given(_one_memory())
 def test_the_races_minimization_proves_the_brute_force_optimum(p: Problem) -> None:
     """Each refuted capacity raises the bound by one grid unit, never past the optimum, and the
     plan comes down to it: optimal, proven."""
-    plan = racing.minimize_search(p, "search", Deadline(30), 0, 1, Objective.parse("min-peak", p))
+    plan = _minimized(p)
     best = brute_force_optimum(p)
     assert best is not None and plan.status == Status.OPTIMAL
     assert plan.peak["mem"] == plan.lower_bound["mem"] == best[0]
@@ -89,7 +96,7 @@ def test_the_races_minimization_proves_the_brute_force_optimum(p: Problem) -> No
 
 def test_the_races_minimization_refutes_the_gadgets_load_bound() -> None:
     p = _problem(GADGET, scale=1024)
-    plan = racing.minimize_search(p, "search", Deadline(30), 0, 1, Objective.parse("min-peak", p))
+    plan = _minimized(p)
     assert plan.status == Status.OPTIMAL and plan.lower_bound == plan.peak == {"mem": 8 * 1024}
     assert plan.stats["search_params"] == {"floor_share": DEFAULTS.race_floor_share}  # passed down, no global set
 
@@ -116,7 +123,7 @@ def test_the_bound_the_race_proved_reaches_the_rests_plan(monkeypatch) -> None:
         plan = solve(capped, name, deadline=deadline, seed=seed, objective="feasible", workers=workers)
         assert plan.status == Status.INFEASIBLE and plan.lower_bound == {}  # (issue 31: no bound where no plan exists)
         # the race's answer without a plan: the bound its refutation of 7 KiB proves (sizes in KiB)
-        return replace(plan, placements={}, status=Status.UNKNOWN, lower_bound={"mem": 8 * 1024})
+        return Attempt(name, Result(None, bound={"mem": 8 * 1024}), plan.seconds)
 
     monkeypatch.setattr(racing, "minimize_search", refute_only)
     race = racing.SearchRace.start(p, Deadline(30), Objective.parse("min-peak"), 0, 2)
@@ -136,8 +143,8 @@ def _race_against(monkeypatch, p: Problem, race_planner: str, rest: Result) -> R
     """The race settled with ``race_planner``'s plan standing for the race's minimization (its
     time run out: FEASIBLE) and ``rest`` for the rest of auto's answer."""
     def ended(problem, name, deadline, seed, workers, objective, params):
-        plan = solve(problem, race_planner)
-        return replace(plan, status=Status.FEASIBLE, lower_bound={"mem": 7 * 1024})
+        plan = solve(problem, race_planner)  # (its time run out: the bound proven is the load's)
+        return Attempt(race_planner, Result(plan.placements, bound={"mem": 7 * 1024}), plan.seconds)
 
     monkeypatch.setattr(racing, "minimize_search", ended)
     race = racing.SearchRace.start(p, Deadline(30), Objective.parse("min-peak"), 0, 2)

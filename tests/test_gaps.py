@@ -313,13 +313,13 @@ def test_exact_planners_reach_the_brute_force_optimum_with_gaps(name: str, examp
 def test_auto_hands_gapped_parts_to_search(monkeypatch: pytest.MonkeyPatch) -> None:
     """Plain gaps keep the search exact: ``auto`` proves the optimum through it."""
     calls = []
-    real = registry.solve
+    real = registry.member
 
-    def spy(problem, name, **options):
+    def spy(problem, name, deadline, **options):
         calls.append(name)
-        return real(problem, name, **options)
+        return real(problem, name, deadline, **options)
 
-    monkeypatch.setattr(registry, "solve", spy)  # (the portfolio's members go through it)
+    monkeypatch.setattr(registry, "member", spy)  # (the portfolio's members go through it)
     # live load 13 < optimum 15, so no heuristic proves itself and the part goes to the exact stage
     p = Problem((Buffer("b0", 1, 2, 6), Buffer("b1", 3, 2, 6, gaps=(Gap(3, 4),)), Buffer("b2", 6, 3, 5),
                  Buffer("b3", 5, 0, 4), Buffer("b4", 4, 2, 3), Buffer("b5", 1, 5, 7)))

@@ -24,6 +24,7 @@ from optplan.core.problem import Problem
 from optplan.formats import read_problem
 from optplan.heuristics import run as heuristics_run
 from optplan.portfolio import lns, part_stage, pipeline, race
+from optplan.portfolio.members import Attempt
 from optplan.portfolio.params import PortfolioParams
 from optplan.registry import Result, names, solve
 from optplan.solvers import cpsat  # the portfolio imports CP-SAT's ``run`` from here when it runs it
@@ -380,11 +381,11 @@ def test_the_race_names_its_bound_in_bytes_not_as_a_dict() -> None:
     problem = Problem((Buffer("a", 104499200, 0, 2),))
     plan = solve(problem, "greedy-size")  # OPTIMAL at its bound
 
-    class Answered:  # the search member, done
+    class Answered:  # the search member, done: its raw answer, judged by the race
         error = None
 
         def result(self) -> object:
-            return plan
+            return Attempt("search", Result(plan.placements, proven_optimal=True), plan.seconds)
 
     answered = race.SearchRace(problem, plan.objective, Answered(), Deadline(None), Deadline(None), floor=True)  # type: ignore[arg-type]
     result = answered.settle(None)
@@ -408,3 +409,83 @@ def test_the_portfolios_settings_are_a_value_passed_as_an_option() -> None:
     choosing = p.with_memories((Memory("fast", 8), Memory("slow")))
     routed = solve(choosing, "search", time_limit=5, workers=1, params=SearchParams(first_limit=10))
     assert routed.found and routed.stats["routed_to"] == "auto"
+
+
+@pytest.mark.parametrize("workers", [1, 2])  # the search member here, and raced from a process of its own
+def test_a_member_with_an_invalid_plan_is_passed_over(monkeypatch, workers: int) -> None:
+    """auto judges its members' plans itself (the validator): a member whose plan overlaps is
+    recorded as ``<name>_invalid`` and left out, and auto still answers with a valid plan (here
+    the warm start's: CP-SAT, stubbed, finds nothing), where it used to stop at a PlannerBug."""
+    from optplan.core.validate import validate
+
+    p = Problem(tuple(Buffer(f"b{i}", 1 + (7 * i) % 5, i % 6, i % 6 + 1 + i % 4) for i in range(24)))
+    m = p.memory_names[0]
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))  # the registration below is undone
+
+    @registry.planner("fake-search")
+    def member(problem: Problem, deadline, seed: int = 0, objective=None, workers: int = 1, goal=None) -> Result:
+        return Result({b.id: Placement(m, 0) for b in problem.buffers}, proven_optimal=True)  # all at 0: overlapping
+
+    monkeypatch.setattr(heuristics_run, "heuristic_names", lambda: ["naive"])  # a poor start: the member runs
+    monkeypatch.setattr(cpsat, "run", lambda *a, **k: Outcome(None, status="UNKNOWN"))
+    params = PortfolioParams(search_members=("fake-search",), search_first=0, floor_race_share=0)
+    plan = solve(p, "auto", time_limit=5, workers=workers, params=params)
+    assert "overlap" in str(plan.stats.get("fake-search_invalid")), plan.stats
+    assert "fake-search_status" not in plan.stats and "fake-search_error" not in plan.stats
+    assert plan.found and not validate(p, plan.placements) and plan.status == Status.FEASIBLE
+
+
+def test_the_raced_search_members_plans_reach_progress_as_it_finds_them(monkeypatch, tmp_path) -> None:
+    """Issue 31: a part's search member, forked beside CP-SAT, relays each better plan as it finds
+    it: the parent settles it into the part's incumbent and progress reports it while the member
+    still runs (here the member waits for that report before it returns its final plan)."""
+    import time as _time
+
+    # two parts (time sections): the first at its bound from the warm start on (no member runs), the
+    # later one, which decides the peak, far from it (the warm start stacks every buffer: 83, the optimum 41)
+    first = [Buffer("a0", 3, 0, 2), Buffer("a1", 3, 2, 4), Buffer("a2", 2, 1, 3)]
+    later = [Buffer(f"b{i}", 1 + (7 * i) % 5, 20 + i % 6, 20 + i % 6 + 1 + i % 4) for i in range(24)]
+    p = Problem(tuple(first + later))
+    m = p.memory_names[0]
+    exact = solve(p, "cpsat", time_limit=30)
+    best = exact.placements
+    lines = tmp_path / "reports"  # one line per progress report of the whole plan
+    lines.write_text("")
+    acked = tmp_path / "acked"  # a line when the relayed plan was reported before the member returned
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+
+    @registry.planner("fake-search")
+    def member(problem: Problem, deadline, seed: int = 0, objective=None, workers: int = 1, goal=None,
+               progress=None) -> Result:
+        final = {b.id: best[b.id] for b in problem.buffers}
+        top = max(final[b.id].offset + b.size for b in problem.buffers)
+        worse = {**final, problem.buffers[0].id: Placement(m, top)}  # one buffer above the rest: valid, not optimal
+        before = len(lines.read_text().splitlines())
+        if progress is not None:  # (a member that takes the option: auto passes its relay)
+            progress({"best": top + problem.buffers[0].size, "bound": None, "placements": worse})
+        t0 = _time.perf_counter()
+        while _time.perf_counter() - t0 < 20:  # the parent reports it, or (not relayed) nothing happens
+            if len(lines.read_text().splitlines()) > before:
+                with acked.open("a") as f:
+                    f.write("seen\n")
+                break
+            _time.sleep(0.02)
+        return Result(final, proven_optimal=True)
+
+    seen: list[dict] = []
+
+    def report(info: dict) -> None:
+        seen.append(info)
+        with lines.open("a") as f:
+            f.write(f"{info.get('best')}\n")
+
+    monkeypatch.setattr(heuristics_run, "heuristic_names", lambda: ["naive"])  # a poor start: work to do
+    monkeypatch.setattr(cpsat, "run", lambda *a, **k: Outcome(None, status="UNKNOWN"))  # only the member plans
+    params = PortfolioParams(search_members=("fake-search",), search_first=0, floor_race_share=0)
+    plan = solve(p, "auto", time_limit=60, workers=2, params=params, progress=report)
+    assert plan.status == Status.OPTIMAL and plan.peak[m] == exact.peak[m] and plan.stats["parts"] == 2
+    values = [r["best"] for r in seen if r.get("best") is not None]
+    start = values[0]
+    # the later part's relayed plan: above the optimum, below the warm start, reported on its way
+    assert any(exact.peak[m] < v < start for v in values), values
+    assert acked.exists() and acked.read_text() == "seen\n"  # the one member's relayed plan, reported in time

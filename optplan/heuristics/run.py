@@ -140,7 +140,7 @@ def _run_apart(problem: Problem, deadline: Deadline, seed: int, workers: int, im
     errors: dict[str, str] = member.result() or {}
     why = f"{deadline.cancelled or 'time limit reached'} before it ended (stopped with the heuristics' process)" \
         if member.error is None or deadline.expired() else f"the heuristics' process failed: {member.error}"
-    names = _names(problem)
+    names = names_for(problem)
     constructive = [n for n in names if not improving(n)]
     first = FALLBACK if FALLBACK in constructive else constructive[0]
     if not plans and not deadline.cancelled:  # nothing in time (a loaded machine): the first anyway, here, as ``_run`` does
@@ -172,8 +172,8 @@ def _take(problem: Problem, packed: tuple[Plan, np.ndarray | None, np.ndarray | 
     plans[plan.planner] = plan
 
 
-def _names(problem: Problem) -> list[str]:
-    """The heuristics that take ``problem``, in registry order."""
+def names_for(problem: Problem) -> list[str]:
+    """The heuristics that take ``problem``, in registry order (the stage's, and ``auto``'s first look's)."""
     names = heuristic_names()
     if problem.concurrent:  # vector clocks: only the heuristics that handle them
         names = [n for n in names if registry.get(n).clocks]  # type: ignore[attr-defined]
@@ -212,7 +212,7 @@ def _run(problem: Problem, deadline: Deadline, seed: int = 0, workers: int = 1, 
     given each plan as it is made (on the thread that made it).
     """
     stage = _Stage(problem, deadline, seed, objective, deliver)
-    names = _names(problem)
+    names = names_for(problem)
     constructive = [n for n in names if not improving(n)]
     climbs = sum(improving(n) for n in names) if improve else 0  # each packs as often as hill-climb
     kernels.expect(problem.unit_count * (len(constructive) + climbs * expected_passes(problem.unit_count)))

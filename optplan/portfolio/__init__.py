@@ -18,7 +18,8 @@ The package, one concern a module: ``params`` (``PortfolioParams``: every tuned 
 search on the whole problem from the start), ``early`` (the search's dives beside the heuristics),
 ``pipeline`` (heuristics, warm start, elastic capacities, vector clocks), ``part_stage`` (the parts
 and each part's members), ``staging`` (the relaxation and its selections packed), ``exact``
-(CP-SAT on a part), ``lns`` (large-neighbourhood search), ``incumbent`` (the members' shared plan).
+(CP-SAT on a part), ``lns`` (large-neighbourhood search), ``incumbent`` (the members' shared plan),
+``members`` (a member planner run on a sub-problem through ``registry.member``, its plan validated here).
 OR-Tools and the search's kernels load when a stage that runs them starts, never at import.
 """
 

@@ -16,6 +16,7 @@ from optplan.core.lifecycle import Member, fork_member
 from optplan.core.objective import Objective
 from optplan.core.plan import Plan, Status
 from optplan.core.problem import Problem
+from optplan.portfolio.members import Attempt, attempt, judge
 from optplan.portfolio.params import PortfolioParams
 from optplan.portfolio.race import can_race
 
@@ -52,17 +53,20 @@ def early_search(problem: Problem, work: Deadline, objective: Objective, seed: i
     if declines is not None and declines(problem):
         return None
     searching = work.part(params.early_share * work.left())  # it ends in time to check and send back its plan
-    member = fork_member(lambda d: registry.solve(problem, name, deadline=d, seed=seed, objective=objective,
-                                                  workers=1, params=params.search_params()), searching, grace=1.0)
+    member = fork_member(lambda d: attempt(problem, name, d, seed=seed, objective=objective, workers=1,
+                                           params=params.search_params()), searching, grace=1.0)
     return member, searching
 
 
-def early_plan(member: Member, searching: Deadline, heur: list[Plan], stats: dict[str, object]) -> list[Plan]:
-    """The early search's plan (waited for unless a heuristic reached the bound), as a warm start."""
+def early_plan(problem: Problem, objective: Objective, member: Member, searching: Deadline, heur: list[Plan],
+               stats: dict[str, object]) -> list[Plan]:
+    """The early search's plan (waited for unless a heuristic reached the bound; judged: an invalid
+    one is left out), as a warm start."""
     if any(p.status == Status.OPTIMAL for p in heur):
         searching.halt()
-    plan = member.result()
-    if not isinstance(plan, Plan):
+    got = member.result()
+    plan = judge(problem, got, objective, stats) if isinstance(got, Attempt) else None
+    if plan is None:
         stats["early_search"] = member.error or "no answer"
         return []
     stats["early_search"] = f"{plan.status.value} {plan.objective_value} in {plan.seconds:.1f} s"

@@ -27,8 +27,9 @@ from optplan.parts import Choice, Part, Reduction, settle, solve_in_turn
 from optplan.portfolio.context import PartRun, Run
 from optplan.portfolio.early import dives_only
 from optplan.portfolio.exact import exact_stage
+from optplan.portfolio.members import Attempt, attempt, checked, judge, run_member
 from optplan.portfolio.params import PortfolioParams
-from optplan.portfolio.race import can_race, lower_priority
+from optplan.portfolio.race import can_race, improving, lower_priority, relay
 from optplan.portfolio.staging import Staged, staging
 from optplan.registry import Result
 
@@ -162,13 +163,9 @@ def _search_members(part: Part, clock: Deadline, settings: Settings, params: Por
 
 def _run_search(name: str, on: PartRun, clock: Deadline, workers: int) -> Plan | None:
     """The search engine on the part (its work counts against ``clock``, deterministic mode too);
-    None if it failed (reported in ``on.stats``: a failing member must not sink the portfolio)."""
-    try:
-        return registry.solve(on.part.sub_problem, name, deadline=clock, seed=on.seed, objective=on.objective,
-                              workers=workers, goal=_goal_bytes(on), **_search_options(name, on.params))
-    except Exception as e:  # noqa: BLE001 - reported
-        on.stats[f"{name}_error"] = f"{type(e).__name__}: {e}"
-        return None
+    None if it failed or its plan was invalid (reported in ``on.stats``)."""
+    return run_member(on.part.sub_problem, name, clock, on.stats, objective=on.objective, seed=on.seed,
+                      workers=workers, goal=_goal_bytes(on), **_search_options(name, on.params))
 
 
 def _goal_bytes(on: PartRun) -> dict[str, int] | None:
@@ -210,8 +207,10 @@ def _take_search(plan: Plan | None, name: str, on: PartRun) -> Result | None:
 
 def _race(on: PartRun, clock: Deadline, name: str) -> Result:
     """The search engine ``name`` in a forked process beside CP-SAT and LNS here, on the whole
-    part's time and half the workers each; whichever settles the part first halts the other. A
-    plan the search returns enters the incumbent that LNS reads before each move. Beside a search
+    part's time and half the workers each; whichever settles the part first halts the other. Each
+    better plan the search finds is relayed here as it finds it (``race.relay``, as the whole
+    problem's race relays its figures), validated and settled into the incumbent that LNS reads
+    before each move and progress reports; so is the plan it returns. Beside a search
     deciding the bound of the whole problem (``Run.beside_floor_race``) this one gives way to it:
     a lower priority, and all its time for a better plan."""
     from optplan.solvers.cpsat import part_result
@@ -222,19 +221,25 @@ def _race(on: PartRun, clock: Deadline, name: str) -> Result:
     quiet = on.run.beside_floor_race
     options = _search_options(name, params, 0.0 if quiet else None)
 
-    def searching_member(d: Deadline) -> Plan:
+    def searching_member(d: Deadline) -> Attempt:
         if quiet:  # (a forked process)
             lower_priority(params.race_nice)
-        return registry.solve(part.sub_problem, name, deadline=d, seed=on.seed, objective=on.objective, workers=mine,
-                              goal=_goal_bytes(on), **options)
+        return attempt(part.sub_problem, name, d, seed=on.seed, objective=on.objective, workers=mine,
+                       goal=_goal_bytes(on), progress=relay(improving()), **options)
 
-    member = fork_member(searching_member, searching)
+    def offer(relayed: dict) -> None:  # (here, on the watcher's thread, as the member finds its plans)
+        placements = relayed["placements"]
+        if checked(part.sub_problem, name, placements, on.stats):
+            on.inc.offer(settle(part, placements), name)
+
+    member = fork_member(searching_member, searching, partial=offer)
     verdict: list[Result | None] = [None]
 
     def wait() -> None:
-        plan = member.result()
+        got = member.result()
         if member.error:
             on.stats[f"{name}_error"] = member.error
+        plan = None if got is None else judge(part.sub_problem, got, on.objective, on.stats)
         verdict[0] = _take_search(plan, name, on)
         if verdict[0] is not None:
             exact_clock.halt()

@@ -51,7 +51,7 @@ def whole_problem(problem: Problem, deadline: Deadline, run: Run) -> Result:
     stats: dict[str, object] = {"heuristics": {p.planner: p.objective_value for p in heur},
                                 "heuristics_seconds": {p.planner: round(p.seconds, 2) for p in heur}}
     if early is not None:
-        heur += early_plan(*early, heur, stats)
+        heur += early_plan(problem, objective, *early, heur, stats)
     best = min(heur, key=_value) if heur else None
     if errors:
         stats["heuristics_not_run"] = errors

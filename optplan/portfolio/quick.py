@@ -13,12 +13,12 @@ import itertools
 import time
 from collections.abc import Callable
 
-from optplan import registry
 from optplan.core.deadline import Deadline
 from optplan.core.objective import Objective
 from optplan.core.plan import Plan, Status
 from optplan.core.problem import Problem
 from optplan.heuristics import run as stage
+from optplan.portfolio.members import run_member
 from optplan.portfolio.params import DEFAULTS, PortfolioParams
 from optplan.registry import Result
 
@@ -35,16 +35,16 @@ def quick_look(problem: Problem, deadline: Deadline, seed: int, objective: Objec
     if problem.unit_count > params.quick_units or deadline.expired():
         return None
     t0, cpu = time.perf_counter(), time.thread_time()
-    names = stage._names(problem)  # the heuristics the stage runs, in its order
+    names = stage.names_for(problem)  # the heuristics the stage runs, in its order
     ahead = list(itertools.takewhile(lambda n: not stage.improving(n), names))
     plans: list[Plan] = []
     for name in ahead:
         if (time.thread_time() - cpu > params.quick_seconds and not deadline.deterministic) or deadline.expired():
             return None
-        try:
-            plans.append(registry.solve(problem, name, seed=seed, objective=objective, deadline=deadline))
-        except Exception:  # noqa: BLE001 - the heuristics' stage runs it again and reports it
+        plan = run_member(problem, name, deadline, {}, seed=seed, objective=objective)
+        if plan is None:  # failed, or an invalid plan: the heuristics' stage runs it again and reports it
             return None
+        plans.append(plan)
         if plans[-1].status is Status.OPTIMAL:
             return _answer(plans, names, progress, time.perf_counter() - t0)
     return None

@@ -25,6 +25,7 @@ from optplan.core.objective import Objective
 from optplan.core.plan import Plan, Status
 from optplan.core.problem import Problem
 from optplan.core.sizes import sizes_text
+from optplan.portfolio.members import Attempt, attempt, judge
 from optplan.portfolio.params import DEFAULTS, PortfolioParams
 from optplan.registry import Result
 
@@ -71,6 +72,7 @@ class SearchRace:
         self.plan: Plan | None = None
         self.thread: threading.Thread | None = None  # the rest's (``beside``)
         self.proven: dict[str, int] = {}  # floor: the bound the search proved
+        self.notes: dict[str, object] = {}  # the search's invalid plan, if it returned one (``judge``)
         self.done = threading.Event()  # the rest returned, or the search settled the question
         self.watcher = threading.Thread(target=self._wait, daemon=True, name="optplan-search-race")
         self.watcher.start()
@@ -92,13 +94,13 @@ class SearchRace:
         mine = max(1, workers // 2)
         searching = deadline.part(params.floor_race_share * deadline.left() if floor else None)
         if floor:
-            relay = _relay(problem, objective) if progress is not None else None  # its plans, as it finds them
-            extra = () if relay is None else (relay,)
+            sent = relay(figures(problem, objective)) if progress is not None else None  # as it finds them
+            extra = () if sent is None else (sent,)
             member = fork_member(lambda d: minimize_search(problem, name, d, seed, mine, objective, params, *extra),
                                  searching, grace=1.0, partial=progress)
         else:
-            member = fork_member(lambda d: registry.solve(problem, name, deadline=d, seed=seed, objective=objective,
-                                                          workers=mine), searching, grace=1.0)
+            member = fork_member(lambda d: attempt(problem, name, d, seed=seed, objective=objective, workers=mine),
+                                 searching, grace=1.0)
         return cls(problem, objective, member, searching, deadline.part(None), floor, params)
 
     def beside(self, rest: Callable[[], Result]) -> Result | None:
@@ -135,8 +137,8 @@ class SearchRace:
         return out[0]
 
     def _wait(self) -> None:
-        plan = self.member.result()
-        self.plan = plan if isinstance(plan, Plan) else None
+        got = self.member.result()
+        self.plan = judge(self.problem, got, self.objective, self.notes) if isinstance(got, Attempt) else None
         if self.floor and self.plan is not None:
             self.proven = dict(self.plan.lower_bound)
         if self.plan is not None and (self.plan.status in (Status.OPTIMAL, Status.INFEASIBLE)
@@ -154,7 +156,7 @@ class SearchRace:
             self.searching.halt()
         self.watcher.join()
         plan = self.plan
-        stats = dict(result.stats)
+        stats = {**result.stats, **self.notes}
         stats["search_race"] = (self.member.error or "no answer") if plan is None else \
             f"{plan.status.value} in {plan.seconds:.2f} s, {plan.stats.get('nodes', 0):,} nodes" + (f" at {sizes_text(self.proven)}" if self.floor else "")
         if self.floor and plan is not None and plan.status == Status.OPTIMAL:
@@ -183,30 +185,57 @@ class SearchRace:
 
 def minimize_search(problem: Problem, name: str, deadline: Deadline, seed: int, workers: int,
                     objective: Objective, params: PortfolioParams = DEFAULTS,
-                    progress: Callable[[dict], None] | None = None) -> Plan:
+                    progress: Callable[[dict], None] | None = None) -> Attempt:
     """Search planner ``name`` minimizing a one-memory ``problem``, in a forked process (the race):
     its time slices alternate between the proven bound and a plan below its best, the bound's slice
     ``race_floor_share`` times the other's, first. A plan at the bound is optimal (most instances
     with a known optimum have it at the load bound); where the optimum lies above (minimalloc/D)
     the plan keeps coming down on this process's core."""
-    return registry.solve(problem, name, deadline=deadline, seed=seed, objective=objective, workers=workers,
-                          params=params.racing_search(params.race_floor_share), progress=progress)
+    return attempt(problem, name, deadline, seed=seed, objective=objective, workers=workers,
+                   params=params.racing_search(params.race_floor_share), progress=progress)
 
 
-def _relay(problem: Problem, objective: Objective) -> Callable[[dict], None]:
-    """In the race's member: the search's progress (the one memory's peak and bound in bytes) as
-    ``auto`` reports it (the objective's value and bound, and the bytes), sent to the parent's
-    display as the search finds it (``lifecycle.report``), not when the race ends."""
+def relay(shape: Callable[[dict], dict | None]) -> Callable[[dict], None]:
+    """The progress callback of a search in a forked member: each report, as ``shape`` makes it
+    (None: nothing to send), goes to the parent's ``partial`` callback at once
+    (``lifecycle.report``), not when the member ends. The whole problem's race sends its
+    ``figures`` to the display; a part's race sends its ``improving`` plans to the part's
+    incumbent (``part_stage._race``)."""
     from optplan.core.lifecycle import report
 
+    def send(info: dict) -> None:
+        shaped = shape(info)
+        if shaped is not None:
+            report(shaped)
+    return send
+
+
+def figures(problem: Problem, objective: Objective) -> Callable[[dict], dict | None]:
+    """The search's progress on a one-memory ``problem`` (the memory's peak and bound in bytes) as
+    ``auto`` reports it: the objective's value and bound, and the bytes (the plan stays here)."""
     m = problem.memory_names[0]
     weight = objective.weights(problem)[m]
 
-    def send(info: dict) -> None:
+    def shape(info: dict) -> dict | None:
         best, bound = info.get("best"), info.get("bound")
-        report({**info, "best": None if best is None else weight * best, "bound": None if bound is None else weight * bound,
-                "peak": None if best is None else {m: best}, "lower": None if bound is None else {m: bound}})
-    return send
+        return {**{k: v for k, v in info.items() if k != "placements"},
+                "best": None if best is None else weight * best, "bound": None if bound is None else weight * bound,
+                "peak": None if best is None else {m: best}, "lower": None if bound is None else {m: bound}}
+    return shape
+
+
+def improving() -> Callable[[dict], dict | None]:
+    """The search's plans (``placements``) from its progress, each only when its peak is below the
+    last one sent (the search reports its rising bound with the same plan)."""
+    sent: list[int] = []
+
+    def shape(info: dict) -> dict | None:
+        best, placements = info.get("best"), info.get("placements")
+        if placements is None or best is None or (sent and best >= sent[-1]):
+            return None
+        sent.append(best)
+        return {"placements": placements}
+    return shape
 
 
 def lower_priority(nice: int) -> None:

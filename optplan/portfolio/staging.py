@@ -17,6 +17,7 @@ from optplan.core.objective import Goal, Objective
 from optplan.core.plan import Placement, Plan, Status, peaks
 from optplan.core.problem import Problem
 from optplan.parts import Choice, Part, settle
+from optplan.portfolio.members import run_member
 from optplan.portfolio.params import DEFAULTS, PortfolioParams
 
 if TYPE_CHECKING:
@@ -75,7 +76,8 @@ def staging(part: Part, objective: Objective, incumbent: list[Choice] | None, de
         incumbent = keep_better(objective, part, incumbent, pack_selection(part, chosen))
         if model.exact:  # no selection excluded without proof yet
             staged.weighted = weighted
-        packed, failed = pack_exactly(part, objective, chosen, deadline.share(0.7), settings, seed, params)
+        packed, failed = pack_exactly(part, objective, chosen, deadline.share(0.7), settings, seed, params,
+                                      staged.stats)
         incumbent = keep_better(objective, part, incumbent, packed)
         if packed is not None:
             staged.proven = meets(objective, part, packed, staged)
@@ -114,7 +116,8 @@ def meets(objective: Objective, part: Part, choices: list[Choice], staged: Stage
 
 
 def pack_exactly(part: Part, objective: Objective, chosen: list[str], deadline: Deadline, settings: Settings,
-                 seed: int, params: PortfolioParams = DEFAULTS) -> tuple[list[Choice] | None, tuple[str, list[int], bool] | None]:
+                 seed: int, params: PortfolioParams = DEFAULTS, stats: dict[str, object] | None = None,
+                 ) -> tuple[list[Choice] | None, tuple[str, list[int], bool] | None]:
     """Each memory's selected units packed alone in that memory (a weight-0 memory only within its
     capacity, the others at their least peak): the part's plan, or None and (memory, unit
     indices, whether they were proven not to pack there)."""
@@ -127,31 +130,34 @@ def pack_exactly(part: Part, objective: Objective, chosen: list[str], deadline: 
     for m, ks in (g for g in groups if g[1]):  # fastest first: capacitated memories are the ones that may not pack
         alone_objective = Objective(Goal.MIN_PEAK if weights[m] else Goal.FEASIBLE)
         plan = pack_alone(alone(part, m, ks), alone_objective, deadline.share(len(ks) / max(left, 1)), settings, seed,
-                          params)
+                          params, stats)
         left -= len(ks)
-        if not plan.found:
-            return None, (m, ks, plan.status is Status.INFEASIBLE)
+        if plan is None or not plan.found:
+            return None, (m, ks, plan is not None and plan.status is Status.INFEASIBLE)
         placements.update(plan.placements)
     return settle(part, placements), None
 
 
 def pack_alone(problem: Problem, objective: Objective, deadline: Deadline, settings: Settings, seed: int,
-               params: PortfolioParams = DEFAULTS) -> Plan:
+               params: PortfolioParams = DEFAULTS, stats: dict[str, object] | None = None) -> Plan | None:
     """One memory's selected units: the search engine first (``params.pack_search_share`` of the time),
     then, when it neither proved nor refuted, CP-SAT on the rest (it packs some 80-unit sets
     at 50 % of the load that the search does not: generated and MiniMalloc-style instances);
-    the better plan."""
+    the better plan, None when neither member answered (a failure or an invalid plan, noted in ``stats``)."""
+    notes: dict[str, object] = {} if stats is None else stats
     options = {} if params.search is None else {"params": params.search}
-    plan = registry.solve(problem, "search", deadline=deadline.share(params.pack_search_share), seed=seed,
-                          workers=settings.workers, objective=objective, **options)
-    settled = plan.status in (Status.OPTIMAL, Status.INFEASIBLE) or (plan.found and not objective.optimizes)
+    plan = run_member(problem, "search", deadline.share(params.pack_search_share), notes, seed=seed,
+                      workers=settings.workers, objective=objective, **options)
+    settled = plan is not None and (plan.status in (Status.OPTIMAL, Status.INFEASIBLE)
+                                    or (plan.found and not objective.optimizes))
     if settled or not registry.registered("cpsat") or deadline.expired():
         return plan
-    other = registry.solve(problem, "cpsat", deadline=deadline, seed=seed, workers=settings.workers, objective=objective)
+    other = run_member(problem, "cpsat", deadline, notes, seed=seed, workers=settings.workers, objective=objective)
+    if other is None or plan is None:
+        return plan or other
     if other.found and (not plan.found or (other.objective_value or 0) < (plan.objective_value or 0)):  # (found: valued)
         return other
     return plan if plan.found or other.status is not Status.INFEASIBLE else other
-
 
 
 def better(objective: Objective, part: Part, a: list[Choice], b: list[Choice]) -> bool:

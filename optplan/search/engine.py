@@ -495,13 +495,14 @@ class _Minimization:
     resume: dict[int, Schedule] = field(default_factory=dict)  # per capacity: where its decision stopped
 
     def report(self) -> None:
-        """Tell ``progress`` the best peak and the proven bound so far (bytes)."""
+        """Tell ``progress`` the best peak and the proven bound so far (bytes), and the best plan's
+        scaled offsets (``offsets``: the planner makes them placements)."""
         if self.progress is not None:
             g = self.inst.scale
             peak = None if self.best is None else self.best_top * g
             self.progress({"best": peak, "bound": self.lb * g,
                            "gap": None if peak is None or self.lb == 0 else peak / (self.lb * g) - 1,
-                           "elapsed": time.perf_counter() - self.t_start})
+                           "elapsed": time.perf_counter() - self.t_start, "offsets": self.best})
 
     def answer(self, timed_out: bool, infeasible: bool = False) -> Answer:
         """The ``Answer`` as things stand; without a proof on an inexact instance, it says why."""

@@ -22,7 +22,7 @@ from optplan.core.units import Unit
 from optplan.parts import time_sections
 from optplan.registry import Result, planner
 from optplan.search import engine
-from optplan.search.instance import NO_LIMIT, build, unsupported
+from optplan.search.instance import NO_LIMIT, Instance, build, unsupported
 from optplan.search.orderings import section_totals
 from optplan.search.params import DEFAULTS, SearchParams
 
@@ -52,7 +52,8 @@ def search(problem: Problem, deadline: Deadline, *, objective: Objective, seed: 
     good enough, when the problem is a part of a larger one whose memory cannot go below them:
     minimization stops at a plan under them instead of proving this part's own lower optimum.
     ``params``: the search's budgets, shares and rules (those not at their defaults are shown in
-    ``stats["search_params"]``). ``objective``: the registry's, parsed once."""
+    ``stats["search_params"]``). ``objective``: the registry's, parsed once. ``progress`` gets the
+    best peak and proven bound as they change, and the plan (``placements``) once it is whole."""
     if not jit.usable("search"):  # a time limit, and the kernels are not compiled (optplan.core.jit)
         return _without_kernels(problem, deadline, seed, workers, objective)
     compile_seconds = engine.ensure_compiled()
@@ -85,8 +86,9 @@ def search(problem: Problem, deadline: Deadline, *, objective: Objective, seed: 
         # the memory's bound need not hold for one part: cap it by the part's own live load
         own = int(section_totals(inst).max()) * inst.scale if inst.n and len(jobs) > 1 else lower[m]
         # a part need not go below the memory's proven bound: the memory's peak is the highest of its parts'
+        told = None if progress is None else _telling(progress, placements, inst, k == len(jobs) - 1)
         ans = engine.solve(inst, problem.memory(m).capacity, min(lower[m], own), objective, deadline.share(share),
-                           workers, seed, progress, goal=max(bound[m], enough.get(m, 0)), params=params)
+                           workers, seed, told, goal=max(bound[m], enough.get(m, 0)), params=params)
         stats.add(ans.stats)
         bound[m] = max(bound[m], ans.bound)  # each time part's proven bound holds for the memory
         prev = dive_peaks.get(m, 0)
@@ -119,6 +121,21 @@ def search(problem: Problem, deadline: Deadline, *, objective: Objective, seed: 
         return Result(None, bound=bound, message="; ".join(dict.fromkeys(messages)), stats=info)
     return Result(placements, proven_optimal=optimal and objective.optimizes, bound=bound,
                   message="; ".join(dict.fromkeys(messages)), stats=info)
+
+
+def _telling(progress: Callable[[dict], None], placed: dict[str, Placement], inst: Instance,
+             whole: bool) -> Callable[[dict], None]:
+    """The engine's reports on ``inst`` as the planner's: with the plan found so far
+    (``placements``) when it is a plan of the whole problem (``whole``: every other part is placed in
+    ``placed`` already), so that a caller can take it before the search ends (auto's forked member
+    relays it to the part's incumbent); the engine's offsets are its own."""
+
+    def tell(info: dict) -> None:
+        offsets = info.pop("offsets", None)
+        if whole and offsets is not None:
+            info["placements"] = {**placed, **inst.placements(offsets)}
+        progress(info)
+    return tell
 
 
 def _info(stats: engine.Stats, compile_seconds: float, dive_peaks: dict[str, int | None], deadline: Deadline,
