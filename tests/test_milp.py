@@ -75,7 +75,7 @@ def _check_against_brute_force(problem: Problem, plan) -> None:
         assert not validate(problem, plan.placements)
 
 
-@settings(max_examples=100, deadline=None,
+@settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(problems())
 def test_cbc_optimum_equals_brute_force_and_cpsat(problem: Problem) -> None:
