@@ -199,18 +199,20 @@ def test_every_planner_signalled_at_a_spread_of_moments_exits_cleanly(shared: Pa
 
 @functools.cache
 def _interpreter_cpu() -> float:
-    """CPU seconds of ``python -c pass`` here, the least of three: the interpreter's own start
-    (its site packages' .pth files included: 0.07-0.08 s with this project's test extras)."""
+    """CPU seconds of ``python -c pass`` here, the most of three: the interpreter's own start (its
+    site packages' .pth files included: 0.07-0.08 s with this project's test extras; the CPU clock
+    moves in ticks of 10 ms, so the least of three fell short of it once in a loaded run)."""
     spent = []
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
     for _ in range(3):
-        proc = subprocess.Popen([sys.executable, "-c", "pass"])
+        proc = subprocess.Popen([sys.executable, "-c", "pass"], env=env)
         _, _, usage = os.wait4(proc.pid, 0)
         proc.returncode = 0
         spent.append(usage.ru_utime + usage.ru_stime)
-    return min(spent)
+    return max(spent)
 
 
-@pytest.mark.parametrize("after", [0.02, 0.08, 0.17, 0.32])
+@pytest.mark.parametrize("after", [0.04, 0.1, 0.2, 0.35])
 def test_a_signal_during_the_imports_is_one_line_not_a_traceback(shared: Path, tmp_path: Path, after: float) -> None:
     """Issue 30: a SIGINT before the command has set up its handlers (while its imports run, about
     0.05-0.5 s after the start on an idle machine) printed a 20-line KeyboardInterrupt traceback;

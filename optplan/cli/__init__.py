@@ -73,11 +73,13 @@ def main(argv: Sequence[str] | None = None, whole_process: bool = False) -> int:
     """Run the command ``argv`` (default: this process's arguments) and return its exit code;
     ``whole_process``: its time limit counts from the process's start (``command()``)."""
     early = signal.getsignal(signal.SIGINT) is _on_signal
-    if early:  # within the command, a Ctrl-C is a KeyboardInterrupt (or the solve's own handling)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         argv = list(sys.argv[1:] if argv is None else argv)
+        # building the parser imports numpy: a KeyboardInterrupt inside its C extension's import comes out
+        # as an ImportError with a traceback, so until the arguments are parsed a Ctrl-C stays _on_signal's line
         args = _parser(argv).parse_args(argv)
+        if early:  # within the command, a Ctrl-C is a KeyboardInterrupt (or the solve's own handling)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         args.argv = argv  # a study records how it was started
         args.whole_process = whole_process
         if getattr(args, "output", None):  # a bad output path fails now, not after the work
