@@ -462,7 +462,7 @@ def test_the_raced_search_members_plans_reach_progress_as_it_finds_them(monkeypa
         worse = {**final, problem.buffers[0].id: Placement(m, top)}  # one buffer above the rest: valid, not optimal
         before = len(lines.read_text().splitlines())
         if progress is not None:  # (a member that takes the option: auto passes its relay)
-            progress({"best": top + problem.buffers[0].size, "bound": None, "placements": worse})
+            progress({"best": top + problem.buffers[0].size, "bound": None, "plan": lambda: worse})
         t0 = _time.perf_counter()
         while _time.perf_counter() - t0 < 20:  # the parent reports it, or (not relayed) nothing happens
             if len(lines.read_text().splitlines()) > before:

@@ -218,23 +218,24 @@ def figures(problem: Problem, objective: Objective) -> Callable[[dict], dict | N
 
     def shape(info: dict) -> dict | None:
         best, bound = info.get("best"), info.get("bound")
-        return {**{k: v for k, v in info.items() if k != "placements"},
+        return {**{k: v for k, v in info.items() if k != "plan"},
                 "best": None if best is None else weight * best, "bound": None if bound is None else weight * bound,
                 "peak": None if best is None else {m: best}, "lower": None if bound is None else {m: bound}}
     return shape
 
 
 def improving() -> Callable[[dict], dict | None]:
-    """The search's plans (``placements``) from its progress, each only when its peak is below the
-    last one sent (the search reports its rising bound with the same plan)."""
+    """The search's plans from its progress (``placements``, made from its ``plan`` only when sent),
+    each only when its peak is below the last one sent (the search reports its rising bound with
+    the same plan)."""
     sent: list[int] = []
 
     def shape(info: dict) -> dict | None:
-        best, placements = info.get("best"), info.get("placements")
-        if placements is None or best is None or (sent and best >= sent[-1]):
+        best, plan = info.get("best"), info.get("plan")
+        if plan is None or best is None or (sent and best >= sent[-1]):
             return None
         sent.append(best)
-        return {"placements": placements}
+        return {"placements": plan()}
     return shape
 
 
