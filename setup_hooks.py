@@ -8,10 +8,16 @@ content, its own version and the CPU, so the cache serves where the build ran, w
 build environment resolved (the same one ``pip install`` resolves); anywhere else numba ignores it,
 and ``optplan warmup`` compiles the kernels after the install. A failure here only warns.
 ``OPTPLAN_NO_PRECOMPILE=1`` skips it.
+
+An editable install also writes the package's bytecode (``pip install .`` does for a wheel's files):
+where nothing else writes it (``PYTHONDONTWRITEBYTECODE``, set on many CI images and containers),
+every ``optplan`` process compiled its 130-odd modules from source, 0.3-0.4 s of a 1.5 s run on a
+small instance.
 """
 
 from __future__ import annotations
 
+import compileall
 import os
 import subprocess
 import sys
@@ -26,6 +32,8 @@ class BuildPy(build_py):
         if os.environ.get("OPTPLAN_NO_PRECOMPILE"):
             return
         root = Path(__file__).resolve().parent if self.editable_mode else Path(self.build_lib).resolve()
+        if self.editable_mode:
+            compileall.compile_dir(str(root / "optplan"), quiet=1)
         env = dict(os.environ)
         if not self.editable_mode:  # a wheel's files move: only the cache beside them moves with them
             env.pop("NUMBA_CACHE_DIR", None)
