@@ -333,6 +333,30 @@ def test_feasibility_mode_races_the_search_on_the_whole_problem_from_the_start(m
     assert through_auto.found and "search_race" in through_auto.stats and through_auto.peak[m] <= optimum
 
 
+def test_beside_the_feasibility_race_a_part_goes_to_cp_sat_not_to_the_search_again(monkeypatch, tmp_path) -> None:
+    """In feasibility mode the race's search covers the whole problem: the parts' stage does not run
+    the search member again (alone first, then forked beside CP-SAT), it gives the part to CP-SAT,
+    which packs what the search does not (here a member that finds nothing, called once: by the race)."""
+    calls = tmp_path / "calls"
+    calls.write_text("")
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))  # the registration below is undone
+
+    @registry.planner("fake-search")
+    def member(problem: Problem, deadline, seed: int = 0, objective=None, workers: int = 1, goal=None) -> Result:
+        with calls.open("a") as f:  # (the race calls it in a forked process)
+            f.write(f"{os.getpid()}\n")
+        return Result(None, message="nothing found")
+
+    monkeypatch.setattr(heuristics_run, "heuristic_names", lambda: ["naive"])  # it misses the capacity
+    p = _small()
+    m = p.memory_names[0]
+    optimum = solve(p, "cpsat", time_limit=30).peak[m]
+    params = PortfolioParams(search_members=("fake-search",))
+    plan = solve(p.with_capacity(optimum), "auto", time_limit=30, workers=2, objective="feasible", params=params)
+    assert plan.found and plan.peak[m] <= optimum and "cpsat_status" in plan.stats, plan.stats
+    assert "fake-search_status" not in plan.stats and len(calls.read_text().split()) == 1, plan.stats
+
+
 def test_the_race_beside_the_search_runs_at_a_lower_priority() -> None:
     """``race.lower_priority`` lowers the calling thread only (Linux), not the caller's other threads."""
     if sys.platform != "linux":

@@ -29,7 +29,7 @@ from optplan.portfolio.early import dives_only
 from optplan.portfolio.exact import exact_stage
 from optplan.portfolio.members import Attempt, attempt, checked, judge, run_member
 from optplan.portfolio.params import PortfolioParams
-from optplan.portfolio.race import can_race, improving, lower_priority, relay
+from optplan.portfolio.race import can_race, improving, lower_priority, relay, search_workers
 from optplan.portfolio.staging import Staged, staging
 from optplan.registry import Result
 
@@ -127,6 +127,9 @@ def _members(part: Part, clock: Deadline, settings: Settings, objective: Objecti
     if on.reached(incumbent):
         return part_result(part, None, incumbent, False, False, None, "", stats)
     params = run.params
+    if run.beside_plan_race:  # the race's search covers this part (``Run.beside_plan_race``): CP-SAT, then LNS
+        rest = max(1, settings.workers - search_workers(settings.workers))
+        return exact_stage(replace(on, settings=replace(settings, workers=rest)), clock).result(part, on.inc, stats)
     members = _search_members(part, clock, settings, params, dived)
     if members and can_race(settings.workers, clock):
         if params.search_first > 0 and len(part.units) <= params.search_max_units:  # alone first: a fork and CP-SAT's model cost more than most answers
@@ -216,7 +219,7 @@ def _race(on: PartRun, clock: Deadline, name: str) -> Result:
     from optplan.solvers.cpsat import part_result
 
     part, settings, params = on.part, on.settings, on.params
-    mine = max(1, settings.workers // 2)
+    mine = search_workers(settings.workers)
     searching, exact_clock = clock.part(None), clock.part(None)
     quiet = on.run.beside_floor_race
     options = _search_options(name, params, 0.0 if quiet else None)

@@ -30,6 +30,12 @@ from optplan.portfolio.params import DEFAULTS, PortfolioParams
 from optplan.registry import Result
 
 
+def search_workers(workers: int) -> int:
+    """The workers a raced search takes of ``workers`` (half, at least one: one on two cores, as
+    ``--planner search`` runs); the members beside it get the rest (at least one)."""
+    return max(1, workers // 2)
+
+
 def can_race(workers: int, clock: Deadline) -> bool:
     """Members may run in forked processes beside this one: two workers or more, a wall clock
     (deterministic runs stay one process, repeatable), and a system that forks."""
@@ -91,7 +97,7 @@ class SearchRace:
         declines = getattr(registry.get(name), "declines", None)
         if declines is not None and declines(problem):
             return None
-        mine = max(1, workers // 2)
+        mine = search_workers(workers)
         searching = deadline.part(params.floor_race_share * deadline.left() if floor else None)
         if floor:
             sent = relay(figures(problem, objective)) if progress is not None else None  # as it finds them
