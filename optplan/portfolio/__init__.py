@@ -72,6 +72,6 @@ def _plan(problem: Problem, deadline: Deadline, run: Run) -> Result:
     race = SearchRace.start(problem, deadline, run.objective, run.seed, run.workers, run.params, run.progress)
     if race is None:
         return whole_problem(problem, deadline, run)
-    rest = Run(run.objective, run.seed, run.workers, run.params, run.progress, beside_floor_race=race.floor,
-               beside_plan_race=not race.floor)
+    rest = Run(run.objective, run.seed, run.workers, run.params, run.progress,
+               beside_race="floor" if race.floor else "plan")
     return race.settle(race.beside(lambda: whole_problem(problem, race.rest, rest)))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from optplan.core.objective import Objective
 from optplan.parts import Choice, Part
@@ -30,16 +30,15 @@ class Run:
     workers: int
     params: PortfolioParams
     progress: Callable[[dict], None] | None = None
-    # the search decides the proven bound on the whole problem beside this run (``SearchRace`` in minimize
-    # mode): a part's own search member gives way to it (``race_nice``) and leaves the bound to it
-    beside_floor_race: bool = False
-    # the search looks for a plan within the capacities of the whole problem beside this run (``SearchRace``
-    # in feasibility mode): a part's own search would repeat its orderings on a subset of its units (its
-    # planner splits time parts itself), so the part goes to CP-SAT on the workers the race leaves. Generated
-    # pinwheels at 1 MiB that the search does not pack in 400k nodes, CP-SAT alone packed 3 of 5 in 1-25 s,
-    # auto 1 of 5 in 30 s: its CP-SAT shared the race's other core with two more searches (the part's, alone
-    # first, then forked beside it)
-    beside_plan_race: bool = False
+    # the search's race on the whole problem beside this run (``SearchRace``), if one runs:
+    # "floor" (minimize mode): it decides the proven bound; a part's own search member gives way to it
+    # (``race_nice``) and leaves the bound to it.
+    # "plan" (feasibility mode): it looks for a plan within the capacities; a part's own search would repeat
+    # its orderings on a subset of its units (its planner splits time parts itself), so the part goes to
+    # CP-SAT on the workers the race leaves. Generated pinwheels at 1 MiB that the search does not pack in
+    # 400k nodes, CP-SAT alone packed 3 of 5 in 1-25 s, auto 1 of 5 in 30 s: its CP-SAT shared the race's
+    # other core with two more searches (the part's, alone first, then forked beside it)
+    beside_race: Literal["floor", "plan"] | None = None
 
 
 @dataclass(frozen=True)

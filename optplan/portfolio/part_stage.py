@@ -26,10 +26,10 @@ from optplan.core.problem import Problem
 from optplan.parts import Choice, Part, Reduction, settle, solve_in_turn
 from optplan.portfolio.context import PartRun, Run
 from optplan.portfolio.early import dives_only
-from optplan.portfolio.exact import exact_stage
+from optplan.portfolio.exact import ExactOutcome, exact_stage
 from optplan.portfolio.members import Attempt, attempt, checked, judge, run_member
 from optplan.portfolio.params import PortfolioParams
-from optplan.portfolio.race import can_race, improving, lower_priority, relay, search_workers
+from optplan.portfolio.race import can_race, improving, lower_priority, relay, search_workers, workers_beside
 from optplan.portfolio.staging import Staged, staging
 from optplan.registry import Result
 
@@ -127,9 +127,8 @@ def _members(part: Part, clock: Deadline, settings: Settings, objective: Objecti
     if on.reached(incumbent):
         return part_result(part, None, incumbent, False, False, None, "", stats)
     params = run.params
-    if run.beside_plan_race:  # the race's search covers this part (``Run.beside_plan_race``): CP-SAT, then LNS
-        rest = max(1, settings.workers - search_workers(settings.workers))
-        return exact_stage(replace(on, settings=replace(settings, workers=rest)), clock).result(part, on.inc, stats)
+    if run.beside_race == "plan":  # the race's search covers this part (``Run.beside_race``): CP-SAT, then LNS
+        return _exact_beside_a_search(on, clock).result(part, on.inc, stats)
     members = _search_members(part, clock, settings, params, dived)
     if members and can_race(settings.workers, clock):
         if params.search_first > 0 and len(part.units) <= params.search_max_units:  # alone first: a fork and CP-SAT's model cost more than most answers
@@ -214,14 +213,14 @@ def _race(on: PartRun, clock: Deadline, name: str) -> Result:
     better plan the search finds is relayed here as it finds it (``race.relay``, as the whole
     problem's race relays its figures), validated and settled into the incumbent that LNS reads
     before each move and progress reports; so is the plan it returns. Beside a search
-    deciding the bound of the whole problem (``Run.beside_floor_race``) this one gives way to it:
+    deciding the bound of the whole problem (``Run.beside_race``) this one gives way to it:
     a lower priority, and all its time for a better plan."""
     from optplan.solvers.cpsat import part_result
 
     part, settings, params = on.part, on.settings, on.params
     mine = search_workers(settings.workers)
     searching, exact_clock = clock.part(None), clock.part(None)
-    quiet = on.run.beside_floor_race
+    quiet = on.run.beside_race == "floor"
     options = _search_options(name, params, 0.0 if quiet else None)
 
     def searching_member(d: Deadline) -> Attempt:
@@ -249,7 +248,7 @@ def _race(on: PartRun, clock: Deadline, name: str) -> Result:
 
     watcher = threading.Thread(target=wait, daemon=True, name=f"optplan-{name}")
     watcher.start()
-    exact = exact_stage(replace(on, settings=replace(settings, workers=max(1, settings.workers - mine))), exact_clock)
+    exact = _exact_beside_a_search(on, exact_clock)
     if exact.settled:
         searching.halt()
     watcher.join()
@@ -257,3 +256,8 @@ def _race(on: PartRun, clock: Deadline, name: str) -> Result:
         return verdict[0] if verdict[0].placements is None else part_result(
             part, None, on.inc.get()[0], verdict[0].proven_optimal, False, None, "", on.stats)
     return exact.result(part, on.inc, on.stats)
+
+
+def _exact_beside_a_search(on: PartRun, clock: Deadline) -> ExactOutcome:
+    """CP-SAT, then LNS, on the part with the workers a raced search leaves (``race.workers_beside``)."""
+    return exact_stage(replace(on, settings=replace(on.settings, workers=workers_beside(on.settings.workers))), clock)

@@ -32,8 +32,13 @@ from optplan.registry import Result
 
 def search_workers(workers: int) -> int:
     """The workers a raced search takes of ``workers`` (half, at least one: one on two cores, as
-    ``--planner search`` runs); the members beside it get the rest (at least one)."""
+    ``--planner search`` runs); the members beside it get the rest (``workers_beside``)."""
     return max(1, workers // 2)
+
+
+def workers_beside(workers: int) -> int:
+    """The workers left of ``workers`` to the members beside a raced search (at least one)."""
+    return max(1, workers - search_workers(workers))
 
 
 def can_race(workers: int, clock: Deadline) -> bool:
@@ -116,7 +121,7 @@ class SearchRace:
         at equal priority, 1.8 s alone). None when the search settled first, or (feasibility mode)
         the rest is still running ``race_grace`` seconds after the deadline: halted or out of time, it winds
         down on its own (a model being built, a member's answer) instead of holding the answer back.
-        In minimize mode ``rest`` is told that this race runs beside it (``Run.beside_floor_race``):
+        In minimize mode ``rest`` is told that this race runs beside it (``Run.beside_race``):
         its own search members give way to this one."""
         out: list[Result | BaseException] = []
 
