@@ -29,9 +29,9 @@ from instances import ROOT, find
 from optplan.formats import read_problem, write_text
 from optplan.search import engine, kernel
 from optplan.search.instance import build
+from optplan.search.layout import table_words
 from optplan.search.orderings import orderings
 from optplan.search.params import ALL_RULES
-from optplan.search.state import table_words
 
 CAPACITY = 1048576
 

@@ -33,10 +33,12 @@ from optplan.core.deadline import Deadline
 from optplan.core.objective import Objective
 from optplan.formats import read_problem, write_text
 from optplan.search import engine, kernel
+from optplan.search.compiled import kernels as search_kernels
 from optplan.search.instance import build
+from optplan.search.layout import table_words
 from optplan.search.orderings import orderings, table_of
 from optplan.search.params import ALL_RULES, SearchParams
-from optplan.search.state import move_table, table_words
+from optplan.search.state import move_table
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "benchmarks" / "minimalloc"
@@ -112,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         _, inst, lower = instance(name)
         got = {}
         for label, (k, slots) in ks.items():
-            engine.kernel = k  # type: ignore[assignment]
+            engine.kernels = k  # type: ignore[assignment]
             h0 = k.hits
             t0 = time.perf_counter()
             ans = engine.solve(inst, CAPACITY, lower, Objective.parse("feasible"), Deadline(args.feasible_seconds), args.workers,
@@ -128,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                 ratio = " | "
             hits = "-" if slots == 0 else (f"{k.hits - h0} (worker 0 only)" if args.workers > 1 else str(k.hits - h0))
             out(f"| {name} | {label} | {status} | {sec:.2f} | {ans.stats.nodes} | {ans.stats.rate:.0f} | {hits} | {ratio} |")
-    engine.kernel = kernel
+    engine.kernels = search_kernels
 
     out("", f"## 2. Every ordering alone, {args.budget} nodes at capacity 1048576 (one process)", "",
         "| instance | kernel | nodes | seconds | nodes/s | hits per node | ratio nodes/s (table / before) |",
@@ -161,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         "| --- | --- | --- | --- | " + " | ".join("---" for _ in MARKS) + " | --- |")
     _, inst, lower = instance("D")
     for label, (k, slots) in ks.items():
-        engine.kernel = k  # type: ignore[assignment]
+        engine.kernels = k  # type: ignore[assignment]
         trace: list[tuple[float, int]] = []
 
         def progress(info: dict) -> None:
@@ -176,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             t = next((t for t, p in trace if p <= m * 1024), None)
             firsts.append("-" if t is None else f"{t:.1f} s")
         out(f"| {label} | {at60} | {ans.peak} | {ans.bound} | " + " | ".join(firsts) + f" | {ans.stats.nodes} |")
-    engine.kernel = kernel
+    engine.kernels = search_kernels
     out("", f"load average after: {load()}; wall time {time.perf_counter() - t_all:.0f} s")
     if args.output:
         write_text(args.output, "\n".join(lines) + "\n")

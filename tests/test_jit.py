@@ -22,8 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _python(code: list[str], cache: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    if cache is not None:
+    if cache is not None:  # a fresh install's: nothing compiled, nothing built ahead of time either
         env["NUMBA_CACHE_DIR"] = str(cache)
+        env["OPTPLAN_NO_NATIVE"] = "1"
     return subprocess.run([sys.executable, *code], env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -79,7 +80,7 @@ def test_the_gate_compiles_in_a_child_when_half_the_limit_allows(fresh: list) ->
 
 def test_the_gate_uses_what_is_compiled(fresh: list, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jit, "compiled", lambda group: group == "validate")
-    assert _decide(Deadline(5.0)) == ["plan", "heuristics", "search"]
+    assert sorted(_decide(Deadline(5.0))) == ["heuristics", "plan", "search"]
 
 
 def test_the_gate_decides_a_group_when_it_is_first_asked_for(fresh: list, monkeypatch: pytest.MonkeyPatch) -> None:

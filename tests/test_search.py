@@ -595,7 +595,7 @@ def test_a_dive_running_at_the_deadline_is_stopped(monkeypatch) -> None:
     def stuck(*args) -> None:
         time.sleep(60)
 
-    monkeypatch.setattr(engine.kernel, "skyline_dive", stuck)
+    monkeypatch.setattr(engine.kernels, "skyline_dive", stuck)
     t0 = time.perf_counter()
     plan = solve(problem, "search", time_limit=1.0, params=DIVES_ONLY)
     assert time.perf_counter() - t0 < 1.0 + 2.0  # slack for a loaded CI machine; the bench measures
@@ -818,7 +818,7 @@ def test_two_workers_race_the_first_orderings_in_threads(monkeypatch: pytest.Mon
         stopped.append(bool(stop[0]))
         return kernel.LIMIT, 1, 0
 
-    monkeypatch.setattr(engine.kernel, "search", stuck_when_forced)
+    monkeypatch.setattr(engine.kernels, "search", stuck_when_forced)
     out = engine.decide_parallel(orderings(inst), inst.n, 1 << 40, Deadline(20.0), workers=2,
                                  params=SearchParams(race_min_units=2))
     assert out.status == kernel.FOUND and stopped == [True]
@@ -834,7 +834,7 @@ def test_a_worker_threads_error_reaches_the_caller(monkeypatch: pytest.MonkeyPat
         threads.append(threading.current_thread().name)
         raise MemoryError("worker")
 
-    monkeypatch.setattr(engine.kernel, "search", broken)
+    monkeypatch.setattr(engine.kernels, "search", broken)
     with pytest.raises(MemoryError, match="worker"):
         engine.decide_parallel(orderings(inst), inst.n, 1 << 40, Deadline(20.0), workers=2,
                                params=SearchParams(race_min_units=2))
@@ -907,7 +907,7 @@ def test_every_other_restart_runs_without_the_forced_rule(monkeypatch: pytest.Mo
         seen.append(rules.forced)
         return search(a, rules, *args)
 
-    monkeypatch.setattr(engine.kernel, "search", spy)
+    monkeypatch.setattr(engine.kernels, "search", spy)
     for k in range(2):
         status, _ = engine._run(fresh(inst, 0, k), inst.n, 1 << 40, Deadline(None), np.zeros(1, np.int64), 1000,
                                 engine.Stats(), DEFAULTS)
@@ -1040,7 +1040,7 @@ def test_a_twin_is_skipped_while_its_forced_ordering_never_branched_on_a_forced_
         calls.append((rules.forced, id(a)))
         return search(a, rules, *args)
 
-    monkeypatch.setattr(engine.kernel, "search", spy)
+    monkeypatch.setattr(engine.kernels, "search", spy)
     engine.decide(ords, inst.n, cap, Deadline(400 / params.nodes_per_second, deterministic=True),
                   np.zeros(1, np.int64), True, None, params)
     on_fixed = [forced for forced, a in calls if a in fixed]

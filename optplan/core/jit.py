@@ -30,7 +30,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from optplan.core import native
 from optplan.core.deadline import Deadline, planning
+from optplan.core.native import NativeKernels
 from optplan.core.numba_blas import skip_blas_probe
 
 # group -> (module, its kernels called from Python: compiled means each is in numba's cache). The
@@ -47,11 +49,16 @@ _tried_child = False
 _deciding = threading.Lock()  # (the heuristics ask from several threads)
 
 
-def register(group: str, module: str, kernels: tuple[str, ...], warm: Callable[[], None]) -> None:
+def register(group: str, module: str, kernels: tuple[str, ...], warm: Callable[[], None],
+             native: NativeKernels | None = None) -> None:
     """Add a family's kernel group: ``module`` defines ``kernels`` (numba dispatchers), and ``warm()``
-    compiles or loads every one of them by running the family's code on a small problem."""
+    compiles or loads every one of them by running the family's code on a small problem.
+    ``native``: the same kernels built ahead of time (``optplan.core.native``), which the family
+    runs instead where they were built for its present sources; ``warmup`` builds them."""
     GROUPS[group] = (module, kernels)
     _WARMUPS[group] = warm
+    if native is not None:
+        NATIVE[group] = native
 
 
 def usable(group: str) -> bool:
@@ -107,8 +114,11 @@ def not_compiled() -> list[str]:
 
 def loaded() -> bool:
     """Some kernel is loaded in this process: numba's compiler is up, so loading another from the
-    cache takes milliseconds (the first one costs about a second of CPU)."""
-    return any(getattr(k, "signatures", None) for g in GROUPS if GROUPS[g][0] in sys.modules for k in _kernels(g))  # (an unimported module has none)
+    cache takes milliseconds (the first one costs about a second of CPU). Looked up in the modules
+    as they stand: one another thread is still importing (numba with it) has none loaded yet, and
+    waiting for its import would hold up a plan's validation by a third of a second."""
+    return any(getattr(getattr(sys.modules.get(module), name, None), "signatures", None)
+               for module, names in list(GROUPS.values()) for name in names)
 
 
 def _kernels(group: str) -> list[object]:
@@ -132,7 +142,11 @@ def _cached(kernel: object) -> bool:
 
 
 def compiled(group: str) -> bool:
-    """Every kernel of ``group`` is loaded or in numba's on-disk cache for this machine."""
+    """Every kernel of ``group`` is built ahead of time for its sources, or loaded or in numba's
+    on-disk cache for this machine (the ahead-of-time module is looked at first: no numba import)."""
+    native = NATIVE.get(group)
+    if native is not None and native.load() is not None:
+        return True
     return all(_cached(k) for k in _kernels(group))
 
 
@@ -232,13 +246,21 @@ def cache_dir() -> str:
 
 def warmup(groups: list[str] | None = None) -> dict[str, float]:
     """Compile (or load) every kernel of ``groups`` (default: every group registered so far) by
-    running the code that uses them on small problems; seconds per group. Afterwards
-    ``compiled(group)`` holds. ``optplan.warmup.warm`` registers every family first."""
+    running the code that uses them on small problems, and build a group's kernels ahead of time
+    where it has them and they are not built for its present sources (a C compiler's half minute;
+    without one they are not, and the JIT serves); seconds per group. Afterwards ``compiled(group)``
+    holds. ``optplan.warmup.warm`` registers every family first."""
     out = {}
     for group in groups or list(GROUPS):
         t0 = time.perf_counter()
         _usable[group] = True
         _WARMUPS[group]()
+        if group in NATIVE and not native.disabled() and NATIVE[group].load() is None:
+            try:
+                NATIVE[group].build()
+            except Exception as e:  # noqa: BLE001 - no C compiler, numba's AOT compiler gone: the JIT serves
+                print(f"optplan: {group}: kernels not built ahead of time ({type(e).__name__}: {e}); "
+                      "numba's just-in-time kernels serve", file=sys.stderr)
         out[group] = time.perf_counter() - t0
     return out
 
@@ -278,4 +300,5 @@ def _warm_plan() -> None:
 
 
 _WARMUPS: dict[str, Callable[[], None]] = {"validate": _warm_validate, "plan": _warm_plan}
+NATIVE: dict[str, NativeKernels] = {}  # group -> its kernels built ahead of time (``register``)
 

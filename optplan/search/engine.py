@@ -25,11 +25,11 @@ import numpy as np
 
 from optplan.core.deadline import Deadline, Pacer
 from optplan.core.objective import Objective
-from optplan.search import kernel
+from optplan.search.compiled import kernels
 from optplan.search.instance import Instance, Ordered
+from optplan.search.layout import Arrays
 from optplan.search.orderings import NO_TABLE, fresh, orderings, section_totals, table_of
 from optplan.search.params import ALL_RULES, DEFAULTS, Rules, SearchParams
-from optplan.search.state import Arrays
 
 TIMER_NODES = 1024  # a dive of fewer nodes runs without a timer thread (``_stopped_at``)
 _compile_seconds: float | None = None
@@ -37,21 +37,22 @@ _compile_seconds: float | None = None
 
 def ensure_compiled() -> float:
     """Load (or compile, the first time on this machine) the kernels; seconds it took in this process.
-    The planner registry runs this before a deadline starts: loading pulls in numba's array and
-    BLAS support (scipy), seconds of imports under load, and the first compile after an install
-    takes 18 s unloaded (231 s measured on a 2-core machine at load 12)."""
+    The planner runs this before its search starts: built ahead of time (``compiled``) the kernels
+    load in milliseconds; numba's load pulls in its array and BLAS support (scipy), seconds of
+    imports under load, and its first compile after an install takes 18 s unloaded (231 s measured
+    on a 2-core machine at load 12)."""
     global _compile_seconds
     if _compile_seconds is None:
         t0 = time.perf_counter()
         s0 = np.array([0, 1], np.int64)
         s1 = np.array([2, 3], np.int64)
-        ptr, idx = kernel.overlap_graph(s0, s1)
+        ptr, idx = kernels.overlap_graph(s0, s1)
         one = np.ones(2, np.int64)
         zero = np.zeros(2, np.int64)
         pp = np.arange(3, dtype=np.int64)
         arrays = Arrays(one, s0, s1, pp, s0, s1, zero, one, one, zero, zero, one, -one, ptr, idx,
                         np.zeros(3, np.int64), np.zeros(0, np.int64), -one, np.int64(3))
-        kernel.search(arrays, ALL_RULES, np.int64(2), np.int64(100), np.zeros(1, np.int64), np.zeros(2, np.int64), *NO_TABLE)
+        kernels.search(arrays, ALL_RULES, np.int64(2), np.int64(100), np.zeros(1, np.int64), np.zeros(2, np.int64), *NO_TABLE)
         _compile_seconds = time.perf_counter() - t0
     return _compile_seconds
 
@@ -83,7 +84,7 @@ class Stats:
 class Decision:
     """The answer to "does a plan fit under this capacity?" from the kernel's runs (``decide``)."""
 
-    status: int  # kernel.FOUND, kernel.INFEASIBLE or kernel.LIMIT (time ran out)
+    status: int  # kernels.FOUND, kernels.INFEASIBLE or kernels.LIMIT (time ran out)
     offsets: np.ndarray | None  # scaled rectangle offsets in Instance order
     stats: Stats
 
@@ -103,11 +104,11 @@ def dive(ords: list[Ordered], n: int, lb: int = 0, clock: Deadline | None = None
         out = np.zeros(n, np.int64)
         t0 = time.perf_counter()
         with _stopped_at(clock, stop, n + 1):
-            status, nodes, _ = kernel.search(o.arrays, rules, np.int64(1) << 60, np.int64(n + 1), stop, out, *NO_TABLE)
+            status, nodes, _ = kernels.search(o.arrays, rules, np.int64(1) << 60, np.int64(n + 1), stop, out, *NO_TABLE)
         stats.seconds += time.perf_counter() - t0
         stats.nodes += nodes
         stats.runs += 1
-        if status == kernel.FOUND:
+        if status == kernels.FOUND:
             top = int((out + o.arrays.size).max()) if n else 0
             if best is None or top < best_top:
                 best, best_top = o.unpermute(out), top
@@ -131,7 +132,7 @@ def first_descent(inst: Instance, cap: int, clock: Deadline, seed: int = 0,
     o = orderings(inst, seed)[0]
     status, out = _run(o, inst.n, cap, clock, np.zeros(1, np.int64), 2 * inst.n, stats,
                        replace(params, table_slots=0))  # no failed-state table
-    return (o.unpermute(out) if status == kernel.FOUND else None), stats
+    return (o.unpermute(out) if status == kernels.FOUND else None), stats
 
 
 @contextmanager
@@ -212,16 +213,16 @@ def _run(o: Ordered, n: int, cap: int, clock: Deadline, stop: np.ndarray, limit:
     t0 = time.perf_counter()
     rules = params.rules if o.forced else params.rules._replace(forced=False)
     with _stopped_at(clock if clock.deterministic else None, stop, budget):
-        status, nodes, forced = kernel.search(o.arrays, rules, np.int64(cap), np.int64(budget), stop, out,
+        status, nodes, forced = kernels.search(o.arrays, rules, np.int64(cap), np.int64(budget), stop, out,
                                               *table_of(o, params.table_slots, budget))
-    if o.forced and status != kernel.FOUND and o.alike.get(cap, 0) >= 0:
+    if o.forced and status != kernels.FOUND and o.alike.get(cap, 0) >= 0:
         # a run that branched once is never alike again: a later run may skip that branch in its failed-state table
         o.alike[cap] = -1 if forced else max(o.alike.get(cap, 0), int(nodes))
     stats.seconds += time.perf_counter() - t0
     stats.nodes += nodes
     stats.runs += 1
     clock.spend(nodes / params.nodes_per_second)
-    if status == kernel.FOUND:
+    if status == kernels.FOUND:
         stats.winners[o.name] = 1
     return int(status), out
 
@@ -236,7 +237,7 @@ def _decide(ords: list[Ordered], n: int, cap: int, clock: Deadline, stop: np.nda
         while sched.at < len(ords):
             o = ords[sched.at]
             if stop[0] or clock.left() <= 0 and (stats.runs or clock.deterministic or clock.root.left() <= 0):
-                return Decision(kernel.LIMIT, None, stats)  # but a share spent before its first run still runs once
+                return Decision(kernels.LIMIT, None, stats)  # but a share spent before its first run still runs once
             twin = o.forced_twin
             if twin is not None and twin.alike.get(cap, 0) >= sched.limit:
                 # its twin searched this tree without branching on a forced section: the same run. Its nodes go
@@ -246,12 +247,12 @@ def _decide(ords: list[Ordered], n: int, cap: int, clock: Deadline, stop: np.nda
                 continue
             before = stats.nodes
             status, out = _run(o, n, cap, clock, stop, sched.limit, stats, params)
-            if status == kernel.FOUND:
+            if status == kernels.FOUND:
                 return Decision(status, o.unpermute(out), stats)
-            if status == kernel.INFEASIBLE and exact:
+            if status == kernels.INFEASIBLE and exact:
                 return Decision(status, None, stats)
             sched.owed += stats.nodes - before
-            if status == kernel.INFEASIBLE:
+            if status == kernels.INFEASIBLE:
                 ords.remove(o)
             else:
                 sched.at += 1
@@ -261,15 +262,15 @@ def _decide(ords: list[Ordered], n: int, cap: int, clock: Deadline, stop: np.nda
             before = stats.nodes
             status, out = _run(o, n, cap, clock, stop, min(sched.limit, params.restart_nodes), stats, params)
             sched.owed -= stats.nodes - before
-            if status == kernel.FOUND:
+            if status == kernels.FOUND:
                 return Decision(status, o.unpermute(out), stats)
-            if status == kernel.INFEASIBLE and exact:  # the search within any ordering is complete
+            if status == kernels.INFEASIBLE and exact:  # the search within any ordering is complete
                 return Decision(status, None, stats)
         if sched.owed > 0:  # the clock ran out or another worker stopped this one
-            return Decision(kernel.LIMIT, None, stats)
+            return Decision(kernels.LIMIT, None, stats)
         sched.at = 0
         sched.limit *= 4  # with 4+ orderings per worker, doubling spent most of the time on early rounds
-    return Decision(kernel.INFEASIBLE, None, stats)
+    return Decision(kernels.INFEASIBLE, None, stats)
 
 
 def decide_parallel(ords: list[Ordered], n: int, cap: int, clock: Deadline, workers: int, exact: bool = True,
@@ -291,14 +292,14 @@ def decide_parallel(ords: list[Ordered], n: int, cap: int, clock: Deadline, work
 
     def work(k: int) -> None:
         if k and decided.wait(params.race_delay):
-            outs[k] = Decision(kernel.LIMIT, None, Stats())
+            outs[k] = Decision(kernels.LIMIT, None, Stats())
             return
         try:
             out: Decision | BaseException = decide(ords[k::workers], n, cap, clock, stop, exact,
                                                    Schedule(params.first_limit, k, workers), params)
         except BaseException as e:  # re-raised in the caller's thread
             out = e
-        if not isinstance(out, Decision) or out.status == kernel.FOUND or (exact and out.status == kernel.INFEASIBLE):
+        if not isinstance(out, Decision) or out.status == kernels.FOUND or (exact and out.status == kernels.INFEASIBLE):
             stop[0] = 1
             decided.set()
         outs[k] = out
@@ -323,11 +324,11 @@ def _combined(outs: list[Decision | BaseException | None], exact: bool) -> Decis
         stats.add(o.stats)
         done.append(o)
     for o in done:
-        if o.status == kernel.FOUND:
+        if o.status == kernels.FOUND:
             return Decision(o.status, o.offsets, stats)
-    if any(o.status == kernel.INFEASIBLE for o in done) and (exact or all(o.status == kernel.INFEASIBLE for o in done)):
-        return Decision(kernel.INFEASIBLE, None, stats)
-    return Decision(kernel.LIMIT, None, stats)
+    if any(o.status == kernels.INFEASIBLE for o in done) and (exact or all(o.status == kernels.INFEASIBLE for o in done)):
+        return Decision(kernels.INFEASIBLE, None, stats)
+    return Decision(kernels.LIMIT, None, stats)
 
 
 # -- minimization ----------------------------------------------------------------------------
@@ -401,12 +402,12 @@ def _large(inst: Instance, capacity: int | None, lower: int, clock: Deadline, pa
 
 
 def _skyline(inst: Instance, rank: np.ndarray, clock: Deadline) -> np.ndarray | None:
-    """One lowest-offset dive (``kernel.skyline_dive``); under a wall-clock limit in a forked
+    """One lowest-offset dive (``kernels.skyline_dive``); under a wall-clock limit in a forked
     process killed when ``clock`` ends (None then), unless this process is a forked portfolio
     member (daemonic: it may not fork, and its parent kills it when it is late)."""
     def run(_: Deadline | None = None) -> np.ndarray:
         out = np.zeros(inst.n, np.int64)
-        kernel.skyline_dive(inst.size, inst.s0, inst.s1, inst.mod, inst.res, inst.lo, rank, np.int64(inst.nsec), out)
+        kernels.skyline_dive(inst.size, inst.s0, inst.s1, inst.mod, inst.res, inst.lo, rank, np.int64(inst.nsec), out)
         return out
 
     if (not clock.limited or clock.deterministic or "fork" not in mp.get_all_start_methods()
@@ -527,7 +528,7 @@ class _Minimization:
         schedule = self.resume.setdefault(target, Schedule(self.params.first_limit)) if resume else None
         out = decide_parallel(self.ords, self.inst.n, target, clock, self.workers, self.inst.exact, schedule, self.params)
         self.stats.add(out.stats)
-        if out.status == kernel.FOUND:
+        if out.status == kernels.FOUND:
             assert out.offsets is not None
             self.best, self.best_top = out.offsets, int((out.offsets + self.inst.size).max())
         return out
@@ -540,9 +541,9 @@ class _Minimization:
                 or self.floor >= self.cap):
             return None
         out = self.decide(self.floor, self.clock.part(0.5 * self.clock.left()), resume=True)
-        if out.status == kernel.FOUND:
+        if out.status == kernels.FOUND:
             return self.answer(False)
-        if out.status == kernel.INFEASIBLE:
+        if out.status == kernels.INFEASIBLE:
             self.refuted(self.floor)
             if self.lb > self.cap:  # (raised by the refutation only when the instance is exact)
                 return self.answer(False, infeasible=True)
@@ -555,10 +556,10 @@ class _Minimization:
             return None
         whole = not self.optimizes or self.lb >= self.cap
         out = self.decide(self.cap, self.clock if whole else self.clock.part(0.5 * self.clock.left()))
-        if out.status == kernel.INFEASIBLE:
+        if out.status == kernels.INFEASIBLE:
             self.refuted(self.cap)
             return self.answer(False, infeasible=self.inst.exact)
-        if out.status == kernel.FOUND:
+        if out.status == kernels.FOUND:
             self.report()
             if not self.optimizes:
                 return self.answer(False)
@@ -572,9 +573,9 @@ class _Minimization:
             return None
         while self.floor <= (self.cap if self.cap is not None else 1 << 60):
             out = self.decide(self.floor, self.clock)
-            if out.status == kernel.FOUND:
+            if out.status == kernels.FOUND:
                 return self.answer(False)
-            if out.status != kernel.INFEASIBLE:
+            if out.status != kernels.INFEASIBLE:
                 return self.answer(True)
             self.refuted(self.floor)
             self.report()
@@ -605,9 +606,9 @@ class _Minimization:
                 if self.clock.left() <= 0:
                     return self.answer(True)
                 out = self.decide(target, self.clock.part(share * slice_s), resume=True)
-                if out.status == kernel.INFEASIBLE:
+                if out.status == kernels.INFEASIBLE:
                     self.refuted(target)
-                elif out.status != kernel.FOUND and target == below:
+                elif out.status != kernels.FOUND and target == below:
                     step = max(1, step // 2)
                 self.report()
                 if self.floor >= self.best_top:

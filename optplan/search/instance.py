@@ -18,9 +18,9 @@ from optplan.core.columns import distinct
 from optplan.core.plan import Placement
 from optplan.core.problem import Problem
 from optplan.core.units import Unit
-from optplan.search.overlaps import count_overlaps, overlap_graph
+from optplan.search.compiled import kernels
+from optplan.search.layout import Arrays
 from optplan.search.params import DEFAULTS
-from optplan.search.state import Arrays
 
 NO_LIMIT = 1 << 61  # no capacity: an offset bound nothing reaches
 
@@ -162,11 +162,11 @@ def build(problem: Problem, memory: str, units: list[Unit], max_overlap_pairs: i
     s1 = np.searchsorted(times, end).astype(np.int64)
     ps0 = np.searchsorted(times, _arr(pt0)).astype(np.int64)
     ps1 = np.searchsorted(times, _arr(pt1)).astype(np.int64)
-    large = count_overlaps(s0, s1) > max_overlap_pairs
+    large = kernels.count_overlaps(s0, s1) > max_overlap_pairs
     if large:
         nb_ptr, nb_idx = np.zeros(len(placed) + 1, np.int64), np.zeros(0, np.int64)
     else:
-        nb_ptr, nb_idx = overlap_graph(s0, s1)
+        nb_ptr, nb_idx = kernels.overlap_graph(s0, s1)
     fx = _arr(fixed)
     return Instance(memory, placed, others, g, _arr(size) // g, s0, s1, _arr(pp), ps0, ps1, _arr(py0) // g,
                     _arr(ph) // g, _arr(mod), _arr(res) // g, _arr(lo) // g,

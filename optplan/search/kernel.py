@@ -33,26 +33,23 @@ are named here for the kernel gate (``optplan.core.jit``: group "search").
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 from numba import njit
 
 from optplan.core import jit
+from optplan.search.layout import CALL_GRAPH, FOUND, INFEASIBLE, LIMIT
 from optplan.search.overlaps import count_overlaps, overlap_graph
 from optplan.search.placing import backtrack, initial_components, next_candidate, place
 from optplan.search.pruning import bounds, pick_forced_section, sections_fail, valleys_fail
 from optplan.search.skyline import skyline_dive
-from optplan.search.state import F_FS, F_HAT, F_OWNER, R_PT, Run, enter, lookup, new_state, record
+from optplan.search.state import F_FS, F_HAT, F_OWNER, R_PT, Run, enter, lookup, move_table, new_state, record
 
-__all__ = ["FOUND", "INFEASIBLE", "LIMIT", "count_overlaps", "overlap_graph", "search", "skyline_dive"]
+__all__ = ["FOUND", "INFEASIBLE", "LIMIT", "count_overlaps", "move_table", "overlap_graph", "search", "skyline_dive"]
 
 # numba stamps a cached kernel with its own file only: ``search`` inlines state, pruning and placing (the
 # key covers every kernel file imported here, as tests/test_search.py checks)
-jit.key_cache(__file__, [str(Path(__file__).with_name(f"{m}.py"))
-                         for m in ("state", "pruning", "placing", "overlaps", "skyline")])
+jit.key_cache(__file__, CALL_GRAPH)
 
-FOUND, INFEASIBLE, LIMIT = 1, 0, 2
 POLL_NODES = 64  # the search reads its stop flag every this many nodes (a power of two): a raced ordering
 # that lost stops within a millisecond, not 1024 nodes (20-40 ms at load) later
 

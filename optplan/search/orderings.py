@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from optplan.core.load import live_load
+from optplan.search.compiled import kernels
 from optplan.search.instance import Instance, Ordered
-from optplan.search.state import move_table, table_words
+from optplan.search.layout import table_words
 
 RESTART_SEEDS = 1 << 20  # restart orderings' table seeds start here (the fixed orderings' are their index)
 NO_TABLE = (np.zeros(0, np.int64), np.zeros((2, 0), np.int64))
@@ -121,6 +122,6 @@ def table_of(o: Ordered, slots: int, nodes: int | None = None) -> tuple[np.ndarr
     if o.table is None or o.table.shape[0] < 2 + 2 * want:
         table = np.zeros(2 + 2 * want, np.int64)
         if o.table is not None:
-            move_table(o.table, table)
+            kernels.move_table(o.table, table)
         o.table = table
     return o.table, o.zob

@@ -1,7 +1,7 @@
 """The compiled search's state: its arrays, frames and trail, and the failed-state table.
 
 Everything ``kernel.search`` works on is a named tuple of int64 arrays (numba compiles one
-signature for them): ``Arrays`` (an ordering's static arrays), ``State`` (what a search changes
+signature for them): ``layout.Arrays`` (an ordering's static arrays), ``State`` (what a search changes
 as it places and backtracks: placed set, floors, loads, the trail, the frame and pending stacks,
 scratch space) and ``Run`` (one call's constants). Frames and pending components are rows of
 int64 columns named by the ``F_*`` and ``P_*`` indices, the scalars of a run are ``reg[R_*]``.
@@ -39,15 +39,14 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from optplan.search.layout import Arrays  # noqa: F401 - numba cache indexes built before it moved name it here
+
 BIG = np.int64(1) << np.int64(62)  # above every offset and load the search computes
 _M1 = np.int64(-49064778989728563)  # 0xff51afd7ed558ccd, 0xc4ceb9fe1a85ec53: MurmurHash3's fmix64
 _M2 = np.int64(-4265267296055464877)
 _PHI = np.int64(-7046029254386353131)  # 0x9e3779b97f4a7c15: odd, so v -> v * _PHI is a bijection
 _LOW31 = np.int64((1 << 31) - 1)
 
-Arrays = namedtuple("Arrays", ["size", "s0", "s1", "pp", "ps0", "ps1", "py0", "ph", "mod", "res", "lo", "hi",
-                               "fixed", "nb_ptr", "nb_idx", "fx_ptr", "fx_idx", "twin", "nsec"])
-Arrays.__doc__ = "An ordering's static arrays (``kernel.search``'s docstring); ``nsec`` the number of sections."
 Run = namedtuple("Run", ["rules", "cap", "single", "use_tt", "zob", "table"])
 Run.__doc__ = """One search call's constants, passed as one value: the pruning ``rules`` (``params.Rules``), the
 capacity ``cap``, ``single`` (one rectangle per unit), ``use_tt`` (a failed-state table is given), and the
@@ -70,12 +69,6 @@ State = namedtuple("State", ["placed", "mf", "floor", "load", "cross", "tk", "ti
 # reg: the scalars (trail top, pool top, pending top, placed-set and floor hashes, capacity words)
 R_TTOP, R_POOL, R_PT, R_HP1, R_HP2, R_HF1, R_HF2, R_HK1, R_HK2 = range(9)
 ZOB_BLOCKS = 3  # zob columns: placed units at 0, component members at n, last unit at 2n (+1), sections at 3n+1
-
-
-def table_words(n: int, nsec: int) -> int:
-    """Random words per hash the failed-state table needs (``zob`` has two rows of this many):
-    placed units, component members, last unit placed (+1 for none), sections, L, capacity."""
-    return 3 * n + 1 + nsec + 2
 
 
 @njit(cache=True, inline="always")
