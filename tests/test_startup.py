@@ -133,6 +133,25 @@ def test_the_first_look_gives_the_heuristics_stages_answer() -> None:
                 assert first.stats["warm_start"] == stage.stats["warm_start"]
 
 
+def test_the_first_look_never_starts_numba() -> None:
+    """A problem of 200 units that no heuristic of the first look settles: they all run (past the
+    heuristics' Python budget, which would start numba for the later passes) and numba stays out of
+    the process, as it would for the search built ahead of time afterwards."""
+    code = ("from optplan.core.buffer import Buffer, Memory\n"
+            "from optplan.core.deadline import Deadline\n"
+            "from optplan.core.objective import Objective\n"
+            "from optplan.core.problem import Problem\n"
+            "from optplan.heuristics import run as stage\n"
+            "from optplan.portfolio.quick import quick_look\n"
+            "from optplan.portfolio import PortfolioParams\n"
+            "p = Problem(tuple(Buffer(f'b{i}', 16 * (1 + (i * 7919) % 13), (i * 37) % 150, (i * 37) % 150 + 1 + (i * 13) % 29)"
+            " for i in range(200)), (Memory('m'),))\n"
+            "look = quick_look(p, Deadline(30.0), 0, Objective(), params=PortfolioParams(quick_seconds=30.0))\n"
+            "assert look is None, look.message\n")
+    imported = _imported(code)
+    assert "numba" not in imported and "optplan.search" not in imported, imported
+
+
 def test_version_has_one_source(capsys: pytest.CaptureFixture) -> None:
     """``optplan --version`` prints ``optplan.__version__``, which the package's metadata is built from."""
     with pytest.raises(SystemExit) as end:

@@ -18,6 +18,7 @@ from optplan.core.objective import Objective
 from optplan.core.plan import Plan, Status
 from optplan.core.problem import Problem
 from optplan.heuristics import run as stage
+from optplan.heuristics.kernels import numba_not_started
 from optplan.portfolio.members import run_member
 from optplan.portfolio.params import DEFAULTS, PortfolioParams
 from optplan.registry import Result
@@ -41,7 +42,8 @@ def quick_look(problem: Problem, deadline: Deadline, seed: int, objective: Objec
     for name in ahead:
         if (time.thread_time() - cpu > params.quick_seconds and not deadline.deterministic) or deadline.expired():
             return None
-        plan = run_member(problem, name, deadline, {}, seed=seed, objective=objective)
+        with numba_not_started():  # (numba's start alone would cost ten times the look)
+            plan = run_member(problem, name, deadline, {}, seed=seed, objective=objective)
         if plan is None:  # failed, or an invalid plan: the heuristics' stage runs it again and reports it
             return None
         plans.append(plan)
