@@ -221,10 +221,21 @@ def test_naive_from_columns_stacks_as_unit_by_unit(capacity, align: int, rows: l
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(problems(), st.sampled_from(ORDERS), st.sampled_from(["first", "best", "heap"]))
-def test_the_python_form_of_the_kernels_places_as_the_compiled_one(problem: Problem, order, policy: str) -> None:
+@pytest.mark.parametrize("form", ["native", "numba"])
+def test_the_python_form_of_the_kernels_places_as_the_compiled_one(form: str, problem: Problem, order, policy: str) -> None:
     """Small problems run the kernels' Python form (``kernels.pick``) while numba is not loaded:
-    the same plans, unit for unit, as the compiled kernels, in every packer and when a pass stops
-    at a bound."""
+    the same plans, unit for unit, as the compiled kernels (built ahead of time, and numba's), in
+    every packer and when a pass stops at a bound."""
+    from optplan.heuristics import kernels
+
+    with pytest.MonkeyPatch.context() as patch:
+        assert kernels.NATIVE.load() is not None, "the install builds the heuristics' kernels ahead of time"
+        if form == "numba":
+            patch.setattr(kernels.NATIVE, "load", lambda: None)
+        _python_and_compiled_place_alike(problem, order, policy)
+
+
+def _python_and_compiled_place_alike(problem: Problem, order, policy: str) -> None:  # type: ignore[no-untyped-def]
     idx = indices(problem, order(problem))
     python, numba = pack(problem, idx, policy, compiled=False), pack(problem, idx, policy, compiled=True)
     assert np.array_equal(python[0], numba[0]) and np.array_equal(python[1], numba[1]) and python[2] == numba[2]
@@ -241,10 +252,12 @@ def test_the_python_form_of_the_kernels_places_as_the_compiled_one(problem: Prob
             assert [x for x in python if not isinstance(x, np.ndarray)] == [x for x in numba if not isinstance(x, np.ndarray)]
 
 
-def test_a_small_problem_never_starts_numba_and_a_large_one_does() -> None:
+@pytest.mark.parametrize("native", [False, True])
+def test_a_small_problem_never_starts_numba_and_a_large_one_does(native: bool) -> None:
     """Issue 29: every heuristic on a handful of buffers runs the kernels' Python form (numba's
     start costs more than the whole plan); past ``PYTHON_MAX_PLACEMENTS`` the compiled kernels
-    run. In a fresh process: the test process has loaded every kernel."""
+    run: numba's, or, built ahead of time (the install builds them), those, without numba. In a
+    fresh process: the test process has loaded every kernel."""
     import subprocess
     import sys
     from pathlib import Path
@@ -261,12 +274,17 @@ for name in registry.heuristic_names():
     assert "numba" not in sys.modules, name
 n = kernels.PYTHON_MAX_PLACEMENTS + 1
 large = Problem(tuple(Buffer(f"b{i}", 1 + i % 7, i % 50, i % 50 + 3) for i in range(n)))
-assert registry.solve(large, "greedy-size").found and "numba" in sys.modules
-print("ok")
+assert registry.solve(large, "greedy-size").found
+assert ("numba" in sys.modules) == (kernels.NATIVE.load() is None), sys.argv
+print("ok" if (kernels.NATIVE.load() is not None) == (sys.argv[1] == "native") else "native not built")
 """
     root = Path(__file__).resolve().parents[1]
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=root,
-                          env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    env = {**__import__("os").environ, "PYTHONPATH": str(root)}
+    env.pop("OPTPLAN_NO_NATIVE", None)
+    if not native:
+        env["OPTPLAN_NO_NATIVE"] = "1"
+    proc = subprocess.run([sys.executable, "-c", code, "native" if native else "jit"], capture_output=True, text=True,
+                          timeout=600, cwd=root, env=env)
     assert proc.stdout.strip() == "ok", proc.stderr
 
 

@@ -7,14 +7,15 @@ import statements an import sorter would reorder.
 Besides the families: ``orders`` (the placement orders), ``packer`` (``greedy`` and the readable
 reference ``Packer`` every fast path is tested against), the packing kernels over flat arrays
 (``arrays``: the array builder; ``tree_packer``, ``skyline``: banked-greedy's objects,
-``recycle_heap``: recycle's free slots), ``kernels`` (which of their two forms runs: Python, or
-numba's compilation of the same code in ``compiled``), and ``run`` (every heuristic on one problem:
+``recycle_heap``: recycle's free slots), ``kernels`` (which of their forms runs: Python, numba's
+compilation of the same code in ``compiled``, or that built ahead of time), and ``run`` (every heuristic on one problem:
 the portfolio's warm start).
 """
 
 import importlib
 
 from optplan.core import jit
+from optplan.heuristics import kernels
 
 FAMILIES = ("naive", "peak_stack", "position_greedy", "greedy_size", "greedy_breadth", "greedy_conflicts", "linear_scan",
             "best_fit_heap", "first_fit_orders", "hill_climb", "recycle", "banked_greedy", "staging")
@@ -25,7 +26,8 @@ for _family in FAMILIES:
 
 def _warm() -> None:
     """Compile or load the packers' kernels by running their compiled forms (a problem this small
-    would run the Python forms) under every policy on a small problem."""
+    would run the Python forms) under every policy on a small problem: numba's, where no build
+    ahead of time serves (then ``jit.warmup`` builds one from them)."""
     from optplan.core.jit import sample_problem
     from optplan.heuristics.arrays import indices
     from optplan.heuristics.orders import by_start
@@ -42,4 +44,4 @@ def _warm() -> None:
 
 # the kernels called from Python; ``compiled`` compiles them (and the kernels they call) from
 # ``tree_packer``, ``skyline`` and ``recycle_heap``
-jit.register("heuristics", "optplan.heuristics.compiled", ("_pack", "_banked", "_recycle"), _warm)
+jit.register("heuristics", "optplan.heuristics.compiled", kernels.CALLED, _warm, kernels.NATIVE)

@@ -11,6 +11,10 @@ the process rather than per call because heuristics make many passes: ``optplan 
 handful of buffers never starts numba for its heuristics, and a larger problem loses at most the
 budget. A caller that knows it will make many passes says so first (``expect``): hill-climb, the
 heuristic stage of ``run``.
+
+Where the install built the kernels ahead of time for these sources (``NATIVE``,
+``optplan.core.native``) they load in milliseconds without numba, and every pass runs them: the
+budget is for numba's start, which then never comes.
 """
 
 from __future__ import annotations
@@ -20,9 +24,11 @@ import contextvars
 import importlib
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 from optplan.core import jit
+from optplan.core.native import Export, NativeKernels
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -66,6 +72,26 @@ class _Budget:
 
 
 _BUDGET = _Budget()
+CALLED = ("_pack", "_banked", "_recycle")  # the kernels called from Python (``compiled`` compiles the rest in)
+
+
+def _exports() -> list[Export]:
+    """The kernels called from Python, each with the one signature numba compiled it for in this
+    process (the warm-up runs them first; ``jit.warmup`` builds right after it)."""
+    compiled = importlib.import_module(jit.GROUPS["heuristics"][0])  # (numba; as ``pick`` does)
+    out: list[Export] = []
+    for name in CALLED:
+        signatures = compiled.KERNELS[name].nopython_signatures
+        if len(signatures) != 1:
+            raise RuntimeError(f"{name} is compiled for {len(signatures)} signatures, not one: run the warm-up first")
+        out.append((name, compiled.KERNELS[name].py_func, signatures[0]))
+    return out
+
+
+# the kernels built ahead of time, from the files ``compiled`` compiles them from
+NATIVE = NativeKernels("optplan_heuristics_native", [str(Path(__file__).with_name(f"{m}.py")) for m in
+                                                     ("tree_packer", "skyline", "recycle_heap", "arrays", "compiled")],
+                       _exports)
 # inside ``numba_not_started``: every pass runs in Python while numba is not loaded, whatever the budget
 _KEEP_NUMBA_OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("keep_numba_off", default=False)
 
@@ -96,7 +122,10 @@ def python_pays(placements: int) -> bool:
     """Whether a pass placing ``placements`` units runs in Python: numba is not loaded in this
     process yet and the Python work so far, with this pass, stays within
     ``PYTHON_MAX_PLACEMENTS`` (then it is counted). While the kernels may not be used
-    (``jit.usable``; callers then take their pure-Python references) Python is the only form."""
+    (``jit.usable``; callers then take their pure-Python references) Python is the only form.
+    Built ahead of time, they always run compiled."""
+    if NATIVE.load() is not None:
+        return False
     if not jit.loaded() and (_KEEP_NUMBA_OFF.get() or _BUDGET.take(placements)):  # (first: ``usable`` reads numba's cache)
         return True
     return not jit.usable("heuristics")
@@ -106,7 +135,7 @@ def ready(placements: int) -> bool:
     """Whether a kernel can run a pass placing ``placements`` units: in Python within what is left
     of the budget (numba not loaded), or compiled (``jit.usable``). Asked first, the budget spares a
     small problem's run under a time limit from deciding ``usable``, which reads numba's cache."""
-    return (not jit.loaded() and (_KEEP_NUMBA_OFF.get() or _BUDGET.fits(placements))) or jit.usable("heuristics")
+    return NATIVE.load() is not None or (not jit.loaded() and (_KEEP_NUMBA_OFF.get() or _BUDGET.fits(placements))) or jit.usable("heuristics")
 
 
 def expect(placements: int) -> None:
@@ -123,5 +152,5 @@ def pick(python: F, placements: int, compiled: bool | None = None) -> F:
         compiled = not python_pays(placements)
     if not compiled:
         return python
-    numba_forms = importlib.import_module(jit.GROUPS["heuristics"][0])  # ``compiled`` (numba: imported on first use)
-    return getattr(numba_forms, python.__name__)  # type: ignore[no-any-return]
+    forms = NATIVE.load() or importlib.import_module(jit.GROUPS["heuristics"][0])  # ``compiled``: numba, on first use
+    return getattr(forms, python.__name__)  # type: ignore[no-any-return]
