@@ -124,8 +124,8 @@ def python_pays(placements: int) -> bool:
     ``PYTHON_MAX_PLACEMENTS`` (then it is counted). While the kernels may not be used
     (``jit.usable``; callers then take their pure-Python references) Python is the only form.
     Built ahead of time, they always run compiled."""
-    if NATIVE.load() is not None:
-        return False
+    if NATIVE.load() is not None:  # (the gate still rules: ``usable`` looks at the native module first)
+        return not jit.usable("heuristics")
     if not jit.loaded() and (_KEEP_NUMBA_OFF.get() or _BUDGET.take(placements)):  # (first: ``usable`` reads numba's cache)
         return True
     return not jit.usable("heuristics")
@@ -135,7 +135,7 @@ def ready(placements: int) -> bool:
     """Whether a kernel can run a pass placing ``placements`` units: in Python within what is left
     of the budget (numba not loaded), or compiled (``jit.usable``). Asked first, the budget spares a
     small problem's run under a time limit from deciding ``usable``, which reads numba's cache."""
-    return NATIVE.load() is not None or (not jit.loaded() and (_KEEP_NUMBA_OFF.get() or _BUDGET.fits(placements))) or jit.usable("heuristics")
+    return (NATIVE.load() is not None and jit.usable("heuristics")) or (not jit.loaded() and (_KEEP_NUMBA_OFF.get() or _BUDGET.fits(placements))) or jit.usable("heuristics")
 
 
 def expect(placements: int) -> None:
