@@ -173,3 +173,22 @@ def test_engine_kernels_can_be_replaced_for_a_test(monkeypatch: pytest.MonkeyPat
     assert engine.kernels.search is not original
     monkeypatch.undo()
     assert engine.kernels.search is original
+
+
+def test_the_core_and_heuristics_native_kernels_are_built_and_agree_with_python() -> None:
+    """The validator's sweep and the usage curve's, built ahead of time, against their Python
+    form; and every group with a native module has one for its present sources."""
+    from optplan.core import jit, sweeps
+    from optplan.warmup import groups
+
+    assert {g for g in groups() if g in jit.NATIVE and jit.NATIVE[g].load() is not None} == set(jit.NATIVE), \
+        {g: str(n.path()) for g, n in jit.NATIVE.items()}
+    validate, plan = jit.NATIVE["validate"].load(), jit.NATIVE["plan"].load()
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        s0 = rng.integers(0, 30, 40).astype(np.int64)
+        s1 = s0 + rng.integers(1, 6, 40).astype(np.int64)
+        o0 = rng.integers(0, 200, 40).astype(np.int64)
+        o1 = o0 + rng.integers(1, 40, 40).astype(np.int64)
+        assert validate.any_overlap(s0, s1, o0, o1) == sweeps.any_overlap(s0, s1, o0, o1)
+        assert np.array_equal(plan.highest(s0, s1, o1, np.int64(40)), sweeps.highest(s0, s1, o1, 40))

@@ -99,8 +99,12 @@ PYTHON_MAX_ITEMS = 50_000
 
 def kernel(group: str, n: int, python: Callable[..., Any], name: str) -> Callable[..., Any]:
     """The function to run on ``n`` items: ``group``'s compiled ``name`` where it may be used and
-    pays (numba loaded already, or more than ``PYTHON_MAX_ITEMS``), else ``python``, the same code.
+    pays (built ahead of time, numba loaded already, or more than ``PYTHON_MAX_ITEMS``), else
+    ``python``, the same code.
     (Where Python pays anyway, nothing is decided or imported.)"""
+    native = NATIVE[group].load() if group in NATIVE else None
+    if native is not None and usable(group):
+        return getattr(native, name)  # type: ignore[no-any-return]
     if (n <= PYTHON_MAX_ITEMS and not loaded()) or not usable(group):
         return python
     return getattr(importlib.import_module(GROUPS[group][0]), name)
@@ -300,5 +304,11 @@ def _warm_plan() -> None:
 
 
 _WARMUPS: dict[str, Callable[[], None]] = {"validate": _warm_validate, "plan": _warm_plan}
-NATIVE: dict[str, NativeKernels] = {}  # group -> its kernels built ahead of time (``register``)
+_CORE = Path(__file__).resolve().parent
+NATIVE: dict[str, NativeKernels] = {  # group -> its kernels built ahead of time (``register``)
+    "validate": NativeKernels("optplan_validate_native", [str(_CORE / "sweeps.py"), str(_CORE / "compiled.py")],
+                              native.observed("optplan.core.compiled", ("any_overlap",))),
+    "plan": NativeKernels("optplan_plan_native", [str(_CORE / "sweeps.py"), str(_CORE / "compiled.py")],
+                          native.observed("optplan.core.compiled", ("highest",))),
+}
 

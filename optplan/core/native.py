@@ -19,6 +19,7 @@ kernels do, so threads still search side by side.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.machinery
 import importlib.util
 import os
@@ -96,6 +97,21 @@ class NativeKernels:
                 old.unlink(missing_ok=True)
         self._looked = False
         return target
+
+
+def observed(module: str, names: Sequence[str]) -> Callable[[], list[Export]]:
+    """Exports of the numba dispatchers ``names`` of ``module``, each with the one signature numba
+    compiled it for in this process (``jit.warmup`` builds right after the warm-up ran them)."""
+    def exports() -> list[Export]:
+        dispatchers = importlib.import_module(module)
+        out: list[Export] = []
+        for name in names:
+            signatures = getattr(dispatchers, name).nopython_signatures
+            if len(signatures) != 1:
+                raise RuntimeError(f"{name} is compiled for {len(signatures)} signatures, not one: run the warm-up first")
+            out.append((name, getattr(dispatchers, name).py_func, signatures[0]))
+        return out
+    return exports
 
 
 def disabled() -> bool:

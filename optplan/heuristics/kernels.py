@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from optplan.core import jit
-from optplan.core.native import Export, NativeKernels
+from optplan.core.native import NativeKernels, observed
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -75,23 +75,10 @@ _BUDGET = _Budget()
 CALLED = ("_pack", "_banked", "_recycle")  # the kernels called from Python (``compiled`` compiles the rest in)
 
 
-def _exports() -> list[Export]:
-    """The kernels called from Python, each with the one signature numba compiled it for in this
-    process (the warm-up runs them first; ``jit.warmup`` builds right after it)."""
-    compiled = importlib.import_module(jit.GROUPS["heuristics"][0])  # (numba; as ``pick`` does)
-    out: list[Export] = []
-    for name in CALLED:
-        signatures = compiled.KERNELS[name].nopython_signatures
-        if len(signatures) != 1:
-            raise RuntimeError(f"{name} is compiled for {len(signatures)} signatures, not one: run the warm-up first")
-        out.append((name, compiled.KERNELS[name].py_func, signatures[0]))
-    return out
-
-
 # the kernels built ahead of time, from the files ``compiled`` compiles them from
 NATIVE = NativeKernels("optplan_heuristics_native", [str(Path(__file__).with_name(f"{m}.py")) for m in
                                                      ("tree_packer", "skyline", "recycle_heap", "arrays", "compiled")],
-                       _exports)
+                       observed("optplan.heuristics.compiled", CALLED))
 # inside ``numba_not_started``: every pass runs in Python while numba is not loaded, whatever the budget
 _KEEP_NUMBA_OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("keep_numba_off", default=False)
 
