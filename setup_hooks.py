@@ -6,9 +6,9 @@ loads them in about a second instead of compiling for a minute or more (which ``
 does inside a time limit: it plans without them instead). Numba keys its cache by the sources'
 content, its own version and the CPU, so the cache serves where the build ran, with the numba the
 build environment resolved (the same one ``pip install`` resolves); anywhere else numba ignores it,
-and ``optplan warmup`` compiles the kernels after the install. The same warm-up builds the search's
-and the heuristics' kernels ahead of time into extension modules (``optplan.core.native``: the
-search's process and the heuristics then never import numba, half a second of every run). A failure here only warns.
+and ``optplan warmup`` compiles the kernels after the install. The same warm-up builds every kernel
+ahead of time into extension modules (``optplan.core.native``: a run then never imports numba,
+half a second of every run). A failure here only warns.
 ``OPTPLAN_NO_PRECOMPILE=1`` skips it.
 
 An editable install also writes the package's bytecode (``pip install .`` does for a wheel's files):
