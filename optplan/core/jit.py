@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from optplan.core import native
@@ -102,12 +103,21 @@ def kernel(group: str, n: int, python: Callable[..., Any], name: str) -> Callabl
     pays (built ahead of time, numba loaded already, or more than ``PYTHON_MAX_ITEMS``), else
     ``python``, the same code.
     (Where Python pays anyway, nothing is decided or imported.)"""
-    native = NATIVE[group].load() if group in NATIVE else None
-    if native is not None and usable(group):
-        return getattr(native, name)  # type: ignore[no-any-return]
-    if (n <= PYTHON_MAX_ITEMS and not loaded()) or not usable(group):
+    if (_native(group) is None and n <= PYTHON_MAX_ITEMS and not loaded()) or not usable(group):
         return python
-    return getattr(importlib.import_module(GROUPS[group][0]), name)
+    return getattr(compiled_forms(group), name)  # type: ignore[no-any-return]
+
+
+def compiled_forms(group: str) -> ModuleType:
+    """The module of ``group``'s compiled kernels: the one built ahead of time for its present
+    sources, else numba's (imported here: numba starts)."""
+    return _native(group) or importlib.import_module(GROUPS[group][0])
+
+
+def _native(group: str) -> ModuleType | None:
+    """``group``'s kernels built ahead of time for its present sources, if it has them."""
+    native = NATIVE.get(group)
+    return None if native is None else native.load()
 
 
 def not_compiled() -> list[str]:
@@ -148,10 +158,7 @@ def _cached(kernel: object) -> bool:
 def compiled(group: str) -> bool:
     """Every kernel of ``group`` is built ahead of time for its sources, or loaded or in numba's
     on-disk cache for this machine (the ahead-of-time module is looked at first: no numba import)."""
-    native = NATIVE.get(group)
-    if native is not None and native.load() is not None:
-        return True
-    return all(_cached(k) for k in _kernels(group))
+    return _native(group) is not None or all(_cached(k) for k in _kernels(group))
 
 
 def key_cache(kernel_file: str, call_graph: Sequence[str]) -> None:
@@ -259,7 +266,7 @@ def warmup(groups: list[str] | None = None) -> dict[str, float]:
         t0 = time.perf_counter()
         _usable[group] = True
         _WARMUPS[group]()
-        if group in NATIVE and not native.disabled() and NATIVE[group].load() is None:
+        if group in NATIVE and not native.disabled() and _native(group) is None:
             try:
                 NATIVE[group].build()
             except Exception as e:  # noqa: BLE001 - no C compiler, numba's AOT compiler gone: the JIT serves
@@ -304,11 +311,9 @@ def _warm_plan() -> None:
 
 
 _WARMUPS: dict[str, Callable[[], None]] = {"validate": _warm_validate, "plan": _warm_plan}
-_CORE = Path(__file__).resolve().parent
+_SWEEPS = [str(Path(__file__).with_name(f)) for f in ("sweeps.py", "compiled.py")]  # the core kernels' sources
 NATIVE: dict[str, NativeKernels] = {  # group -> its kernels built ahead of time (``register``)
-    "validate": NativeKernels("optplan_validate_native", [str(_CORE / "sweeps.py"), str(_CORE / "compiled.py")],
-                              native.observed("optplan.core.compiled", ("any_overlap",))),
-    "plan": NativeKernels("optplan_plan_native", [str(_CORE / "sweeps.py"), str(_CORE / "compiled.py")],
-                          native.observed("optplan.core.compiled", ("highest",))),
+    "validate": NativeKernels("optplan_validate_native", _SWEEPS, native.observed("optplan.core.compiled", ("any_overlap",))),
+    "plan": NativeKernels("optplan_plan_native", _SWEEPS, native.observed("optplan.core.compiled", ("highest",))),
 }
 

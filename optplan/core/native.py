@@ -24,7 +24,6 @@ import importlib.machinery
 import importlib.util
 import os
 import shutil
-import sys
 import tempfile
 import threading
 import warnings
@@ -131,7 +130,6 @@ def _import(name: str, path: Path) -> ModuleType | None:
         spec.loader.exec_module(module)
     except ImportError:  # a numpy of another ABI, a truncated file: the just-in-time kernels serve
         return None
-    sys.modules.setdefault(f"optplan.native.{name}", module)
     return module
 
 

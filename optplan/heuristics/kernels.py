@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import importlib
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -122,7 +121,7 @@ def ready(placements: int) -> bool:
     """Whether a kernel can run a pass placing ``placements`` units: in Python within what is left
     of the budget (numba not loaded), or compiled (``jit.usable``). Asked first, the budget spares a
     small problem's run under a time limit from deciding ``usable``, which reads numba's cache."""
-    return (NATIVE.load() is not None and jit.usable("heuristics")) or (not jit.loaded() and (_KEEP_NUMBA_OFF.get() or _BUDGET.fits(placements))) or jit.usable("heuristics")
+    return (not jit.loaded() and (_KEEP_NUMBA_OFF.get() or _BUDGET.fits(placements))) or jit.usable("heuristics")
 
 
 def expect(placements: int) -> None:
@@ -139,5 +138,4 @@ def pick(python: F, placements: int, compiled: bool | None = None) -> F:
         compiled = not python_pays(placements)
     if not compiled:
         return python
-    forms = NATIVE.load() or importlib.import_module(jit.GROUPS["heuristics"][0])  # ``compiled``: numba, on first use
-    return getattr(forms, python.__name__)  # type: ignore[no-any-return]
+    return getattr(jit.compiled_forms("heuristics"), python.__name__)  # type: ignore[no-any-return]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from optplan.core import jit
 from optplan.core.native import Export, NativeKernels
 from optplan.search import layout
 
@@ -50,17 +51,10 @@ class _Kernels:
     def __getattr__(self, name: str) -> Any:
         if name not in NAMES:
             raise AttributeError(name)
-        module = NATIVE.load()
-        if module is None:
-            from optplan.search import kernel as module  # type: ignore[no-redef]
+        module = jit.compiled_forms("search")  # (registered by the package: ``optplan.search``)
         for kernel_name in NAMES:
             self.__dict__.setdefault(kernel_name, getattr(module, kernel_name))
         return self.__dict__[name]
-
-    @property
-    def native(self) -> bool:
-        """Whether the kernels in use were built ahead of time (no numba in this process)."""
-        return NATIVE.load() is not None
 
 
 kernels = _Kernels()
