@@ -28,6 +28,33 @@ def _python(code: list[str], cache: Path | None = None, timeout: float = 300) ->
     return subprocess.run([sys.executable, *code], env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def test_an_empty_cache_is_known_without_importing_numba(tmp_path: Path) -> None:
+    """A fresh install without its built modules: every group is "not compiled", and the note's
+    cache directory found, without importing numba (1-1.5 s at load 4 of a 3 s limit)."""
+    code = ["-c", "import sys; from optplan.warmup import groups; from optplan.core import jit; groups(); "
+            "print([jit.compiled(g) for g in jit.GROUPS], 'numba' in sys.modules, jit.cache_dir())"]
+    out = _python(code, cache=tmp_path).stdout.split(" ", len(jit.GROUPS) + 1)
+    assert " ".join(out[:-1]) == str([False] * len(jit.GROUPS)) + " False"
+    assert out[-1].strip().startswith(str(tmp_path))
+
+
+def test_the_cache_precheck_wants_an_index_of_every_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_surely_uncached`` says "not compiled" only where some kernel of the group has no index file
+    in the directory numba would use ($NUMBA_CACHE_DIR here); with one for each, numba's index decides."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    module, names = jit.GROUPS["search"]
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    cache = Path(jit._cache_path(module) or "")
+    assert cache.parent == tmp_path
+    assert jit._surely_uncached("search")
+    cache.mkdir()
+    for name in names[:-1]:
+        (cache / f"kernel.{name}-10.py311.nbi").touch()
+    assert jit._surely_uncached("search")
+    (cache / f"overlaps.{names[-1]}-3.py311.nbi").touch()
+    assert not jit._surely_uncached("search")
+
+
 def test_warmup_compiles_every_group() -> None:
     """The conftest warmed up: every kernel named in GROUPS exists and is compiled."""
     for group, (module, names) in jit.GROUPS.items():

@@ -206,7 +206,7 @@ def test_pure_python_passes_stop_at_their_deadline(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(jit, "_usable", {})
     monkeypatch.setattr(jit, "compiled", lambda group: group != "heuristics")  # as if never compiled
     plan = registry.solve(p, "greedy-size", time_limit=1e-3)
-    assert plan.status.value == "UNKNOWN" and plan.stats["cut"] == "placing 256 of 4000 units"
+    assert plan.status.value == "UNKNOWN" and plan.stats["cut"] == f"placing {registry.POLL_EVERY} of 4000 units"
     assert plan.stats["jit"]["not_compiled"] == ["heuristics"]
     plan = registry.solve(p, "vela-staging", time_limit=1e-3)  # (compiled, it packs in one kernel call)
     assert plan.status.value == "UNKNOWN" and plan.stats["cut"] == "packing 'mem'" and "time limit reached" in plan.message

@@ -445,6 +445,59 @@ def test_a_plan_the_minimizing_race_proved_does_not_wait_for_the_rest_to_wind_do
     assert result.placements is not None and result.proven_optimal and waited < 30, waited
 
 
+@pytest.mark.parametrize("floor", [True, False])
+def test_a_rest_still_busy_after_its_deadline_leaves_its_warm_start_as_the_answer(floor: bool) -> None:
+    """The rest may be in a step it cannot leave (importing OR-Tools, 1.5 s at load 4) when its
+    deadline ends: the answer waits ``race_grace`` for it, not until it returns (the CLI's watchdog
+    ended such a process with no plan), and keeps the plan the rest offered before it got stuck."""
+    import time
+
+    problem = Problem((Buffer("a", 64, 0, 2), Buffer("b", 64, 1, 3)))
+    plan = solve(problem, "greedy-size")
+    release = threading.Event()
+
+    class Unanswered:  # the search member: no plan
+        error = "no answer"
+
+        def result(self) -> object:
+            return None
+
+    searching = Deadline(0.2)
+    answered = race.SearchRace(problem, plan.objective, Unanswered(), searching, searching.part(None), floor=floor,
+                               params=PortfolioParams(race_grace=0.3))  # type: ignore[arg-type]
+
+    def stuck_rest() -> Result:  # offers its warm start, then is deaf to its deadline until released
+        answered.offer(Result(plan.placements, bound=plan.lower_bound))
+        release.wait(60)
+        return Result(None, message="the rest found nothing")
+
+    t0 = time.perf_counter()
+    result = answered.settle(answered.beside(stuck_rest))
+    waited = time.perf_counter() - t0
+    release.set()
+    assert result.placements == plan.placements and waited < 0.2 + 0.3 + 1.0, waited
+    assert "rest_unfinished" in result.stats
+
+
+def test_no_exact_stage_is_started_that_its_import_would_not_leave_time_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Importing OR-Tools cannot be interrupted (1.5 s at load 4): with less time left than twice
+    what it takes (``solvers_import_seconds``, scaled by the load) the best heuristic plan is the
+    answer and the plan says why; once it is imported, or on a deterministic deadline, the exact
+    stage runs."""
+    import random
+
+    rng = random.Random(1)  # (no heuristic, hill-climb included, reaches its bound: the pipeline goes on)
+    p = Problem(tuple(Buffer(f"b{i}", rng.choice([3, 5, 7, 11, 13]), s, s + rng.randint(2, 12))
+                      for i, s in enumerate(rng.randrange(40) for _ in range(60))))
+    slow = PortfolioParams(quick_units=0, solvers_import_seconds=1000.0)
+    monkeypatch.delitem(sys.modules, "ortools.sat.python.cp_model")  # (restored after the test)
+    plan = solve(p, "auto", time_limit=5, workers=1, params=slow)
+    assert plan.found and plan.stats["parts_not_run"].startswith("loading the exact solvers takes about")
+    assert plan.stats["kept_heuristic"] and "ortools.sat.python.cp_model" not in sys.modules
+    plan = solve(p, "auto", time_limit=5, workers=1, deterministic=True, params=slow)
+    assert "parts_not_run" not in plan.stats
+
+
 def test_the_portfolios_settings_are_a_value_passed_as_an_option() -> None:
     """``params`` is auto's option like any other: the fields that differ from the defaults are
     shown in the plan's stats, a value of another type is one clear error, and a problem the

@@ -21,7 +21,9 @@ some kernel is wanted: a plan of five buffers needs none):
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
 import os
 import sys
 import threading
@@ -157,8 +159,45 @@ def _cached(kernel: object) -> bool:
 
 def compiled(group: str) -> bool:
     """Every kernel of ``group`` is built ahead of time for its sources, or loaded or in numba's
-    on-disk cache for this machine (the ahead-of-time module is looked at first: no numba import)."""
-    return _native(group) is not None or all(_cached(k) for k in _kernels(group))
+    on-disk cache for this machine (the ahead-of-time module is looked at first, and the cache's
+    directory before numba is imported to read its index: neither needs numba)."""
+    if _native(group) is not None:
+        return True
+    return not _surely_uncached(group) and all(_cached(k) for k in _kernels(group))
+
+
+def _surely_uncached(group: str) -> bool:
+    """Some kernel of ``group`` has no index file where numba would keep it: it is not compiled,
+    known without importing numba and the group's kernels only to read their index (1-1.5 s at
+    load 4, where a fresh install without its built modules had 3 s for a plan). False whenever
+    that is not certain: the group loaded in this process, numba's cache in a user-wide directory
+    (a read-only install), or an index file for each kernel (which ``_cached`` then reads)."""
+    module, names = GROUPS[group]
+    cache = None if module in sys.modules else _cache_path(module)
+    if cache is None:
+        return False
+    try:
+        files = os.listdir(cache)
+    except OSError:
+        return True  # (no directory: nothing was ever cached there)
+    indexed = {f.split("-")[0].rpartition(".")[2] for f in files if f.endswith(".nbi")}  # <file>.<kernel>-<line>...
+    return not indexed.issuperset(names)
+
+
+def _cache_path(module: str) -> str | None:
+    """The directory where numba caches the kernels of ``module``'s package (a family's kernels live
+    in its package's directory), found as numba's locators find it but without importing numba;
+    None where numba would use its user-wide directory (sources in a read-only place)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin:
+        return None
+    where = os.path.dirname(os.path.abspath(spec.origin))
+    user = os.environ.get("NUMBA_CACHE_DIR")
+    if user:  # numba's UserProvidedCacheLocator: <dir>/<parent name>_<sha1 of the source directory>
+        return os.path.join(user, f"{os.path.basename(where)}_{hashlib.sha1(where.encode()).hexdigest()}")
+    if os.access(os.path.join(where, "__pycache__"), os.W_OK) or os.access(where, os.W_OK):
+        return os.path.join(where, "__pycache__")  # numba's InTreeCacheLocator
+    return None
 
 
 def key_cache(kernel_file: str, call_graph: Sequence[str]) -> None:
@@ -245,14 +284,10 @@ def note() -> tuple[str, dict[str, object]] | None:
 
 def cache_dir() -> str:
     """Where numba keeps the kernels: ``$NUMBA_CACHE_DIR``, else ``__pycache__`` beside the sources
-    (or a user-wide directory where those cannot be written); the directories, comma-separated."""
-    dirs = []
-    for group in GROUPS:
-        try:
-            dirs.append(_kernels(group)[0]._cache.cache_path)  # type: ignore[attr-defined]
-        except Exception:  # noqa: BLE001 - numba internals moved
-            pass
-    return ", ".join(dict.fromkeys(dirs)) or os.environ.get("NUMBA_CACHE_DIR", "unknown")
+    (or a user-wide directory where those cannot be written); the directories, comma-separated.
+    Found without importing numba (a plan made without kernels says it, and had no time for that)."""
+    dirs = [_cache_path(module) or "numba's user-wide cache directory" for module, _ in GROUPS.values()]
+    return ", ".join(dict.fromkeys(dirs))
 
 
 def warmup(groups: list[str] | None = None) -> dict[str, float]:

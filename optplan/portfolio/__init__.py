@@ -73,5 +73,5 @@ def _plan(problem: Problem, deadline: Deadline, run: Run) -> Result:
     if race is None:
         return whole_problem(problem, deadline, run)
     rest = Run(run.objective, run.seed, run.workers, run.params, run.progress,
-               beside_race="floor" if race.floor else "plan")
+               beside_race="floor" if race.floor else "plan", offer=race.offer)
     return race.settle(race.beside(lambda: whole_problem(problem, race.rest, rest)))

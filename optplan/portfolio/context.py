@@ -18,6 +18,7 @@ from optplan.portfolio.params import PortfolioParams
 
 if TYPE_CHECKING:  # (CP-SAT's module: imported when a part's exact stage runs)
     from optplan.portfolio.incumbent import Incumbent
+    from optplan.registry import Result
     from optplan.solvers.cpsat import Settings
 
 
@@ -39,6 +40,9 @@ class Run:
     # 400k nodes, CP-SAT alone packed 3 of 5 in 1-25 s, auto 1 of 5 in 30 s: its CP-SAT shared the race's
     # other core with two more searches (the part's, alone first, then forked beside it)
     beside_race: Literal["floor", "plan"] | None = None
+    # where the rest of a race hands over its warm start (the best heuristic plan, whole), which the race's
+    # answer keeps if the rest has not returned by its deadline (``SearchRace.beside``)
+    offer: Callable[[Result], None] | None = None
 
 
 @dataclass(frozen=True)

@@ -54,8 +54,10 @@ class PortfolioParams:
     # the share of that search's time slices that goes to deciding the proven bound (first), against 1
     # for a plan below its best: 1 and 0.25 (the search alone's) lost pinwheel-12, a 3.8 s decision
     race_floor_share: float = 4.0
-    # seconds past the deadline the answer waits for a rest starved at that priority
-    race_grace: float = 1.0
+    # seconds past the deadline the answer waits for the rest of a race (starved at its priority, or in a
+    # step it cannot leave, such as importing OR-Tools: 1.5 s at load 4): the CLI's watchdog ends a process
+    # 0.7 s after its planners' deadline at the least (T = 3 s), and the plan is still to be validated and written
+    race_grace: float = 0.3
     # of a part's time where units choose memories: the staging relaxation and its selections packed exactly
     staging_share: float = 0.8
     # of the time for one memory's selected units, for the search (CP-SAT gets the rest)
@@ -80,6 +82,11 @@ class PortfolioParams:
     reduce_one_part_seconds_per_unit: float = 5e-6
     # split on the arrays (``parts.columns_only``; 1M in 48 parts: 5.5 CPU s at load 5)
     reduce_columns_seconds_per_unit: float = 1e-5
+    # CPU seconds to import the exact solvers (OR-Tools' CP-SAT: 0.5 s alone, 1.5 s at load 4), which
+    # nothing interrupts: the exact stage starts only while the time left covers twice that at the
+    # present load, else the best heuristic plan is the answer (1000 buffers, 3 s, load 4, no kernels:
+    # the import was under way when the CLI's watchdog ended the process, and the plan was lost)
+    solvers_import_seconds: float = 0.55
     # problems of up to this many units get the first look (``quick``); 0: none
     quick_units: int = 256
     # CPU seconds the first look may take: it stops before the next heuristic beyond this (the full

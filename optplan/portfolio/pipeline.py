@@ -9,6 +9,7 @@ every heuristic misses a capacity, the parts descend from a plan without the cap
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -57,12 +58,19 @@ def whole_problem(problem: Problem, deadline: Deadline, run: Run) -> Result:
         stats["heuristics_not_run"] = errors
     if best is not None and best.found:
         stats["warm_start"] = best.planner
+        if run.offer is not None:
+            run.offer(Result(best.placements, bound=best.lower_bound, stats={**stats, "kept_heuristic": best.planner}))
         if run.progress is not None:
             run.progress({"best": best.objective_value, "bound": best.objective_bound, "gap": best.gap,
                           "elapsed": time.perf_counter() - t0, "peak": best.peak, "lower": best.lower_bound})
     if best is not None and best.status == Status.OPTIMAL:
         return Result(best.placements, proven_optimal=True, bound=best.lower_bound,
                       message=f"{best.planner} reached the lower bound", stats=stats)
+    if best is not None and best.found and not _solvers_affordable(work, run.params):
+        stats["parts_not_run"] = (f"loading the exact solvers takes about {_import_seconds(run.params):.1f} s, "
+                                  f"{work.left():.1f} s left")
+        stats["kept_heuristic"] = best.planner
+        return Result(best.placements, bound=best.lower_bound, stats=stats)
     from optplan.solvers.cpsat import Settings
 
     settings = Settings(workers, seed)
@@ -95,6 +103,19 @@ def _reduce_seconds(problem: Problem, params: PortfolioParams, one_part: bool = 
     per_unit = params.reduce_one_part_seconds_per_unit if one_part else \
         params.reduce_columns_seconds_per_unit if columns_only(problem) else params.reduce_seconds_per_unit
     return per_unit * problem.unit_count * registry.slowdown()
+
+
+def _import_seconds(params: PortfolioParams) -> float:
+    """Wall seconds importing the exact solvers would take now (``solvers_import_seconds``)."""
+    return params.solvers_import_seconds * registry.slowdown()
+
+
+def _solvers_affordable(work: Deadline, params: PortfolioParams) -> bool:
+    """Whether the time left covers importing the exact solvers (which nothing interrupts) twice
+    over; always when they are imported, without a limit, or on a deterministic deadline (the plan
+    must not depend on the load)."""
+    return (not work.limited or work.deterministic or "ortools.sat.python.cp_model" in sys.modules
+            or work.left() >= 2 * _import_seconds(params))
 
 
 def _parts_affordable(problem: Problem, work: Deadline, params: PortfolioParams) -> bool:

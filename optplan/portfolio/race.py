@@ -84,6 +84,7 @@ class SearchRace:
         self.thread: threading.Thread | None = None  # the rest's (``beside``)
         self.proven: dict[str, int] = {}  # floor: the bound the search proved
         self.notes: dict[str, object] = {}  # the search's invalid plan, if it returned one (``judge``)
+        self.offered: Result | None = None  # the rest's warm start (``offer``)
         self.done = threading.Event()  # the rest returned, or the search settled the question
         self.watcher = threading.Thread(target=self._wait, daemon=True, name="optplan-search-race")
         self.watcher.start()
@@ -114,15 +115,21 @@ class SearchRace:
                                  searching, grace=1.0)
         return cls(problem, objective, member, searching, deadline.part(None), floor, params)
 
+    def offer(self, result: Result) -> None:
+        """The rest's warm start (``Run.offer``): the rest's answer if the rest has not returned in time."""
+        self.offered = result
+
     def beside(self, rest: Callable[[], Result]) -> Result | None:
         """``rest()`` on a thread of lower priority (``race_nice``; not in minimize mode), and the
         threads it starts (CP-SAT's, the heuristics'): on a busy machine the search keeps the core it
         has when run alone (on minimalloc A at load 1.5-2.7 the search took 3.4-4.0 s beside CP-SAT
-        at equal priority, 1.8 s alone). None when the search settled first, or (feasibility mode)
-        the rest is still running ``race_grace`` seconds after the deadline: halted or out of time, it winds
-        down on its own (a model being built, a member's answer) instead of holding the answer back.
-        In minimize mode ``rest`` is told that this race runs beside it (``Run.beside_race``):
-        its own search members give way to this one."""
+        at equal priority, 1.8 s alone). The rest's answer; None when the search settled first; when the
+        rest is still running ``race_grace`` seconds after its deadline (halted or out of time, it winds
+        down on its own: a model being built, an import, a member's answer), the plan it offered
+        (``offer``: its best heuristic plan) or None. Waiting on held the process past its time limit:
+        at load 4, 1000 buffers, 3 s, the rest was importing OR-Tools when the CLI's watchdog ended the
+        process, and the plans found in the first second were lost. In minimize mode ``rest`` is told
+        that this race runs beside it (``Run.beside_race``): its own search members give way to this one."""
         out: list[Result | BaseException] = []
 
         def run() -> None:
@@ -139,9 +146,11 @@ class SearchRace:
         self.thread = threading.Thread(target=contextvars.copy_context().run, args=(run,), daemon=True,
                                        name="optplan-race-rest")
         self.thread.start()
-        # minimize mode: the rest's plan is the answer unless the search's is optimal, so it is waited for
-        self.done.wait(self.rest.left() + self.params.race_grace if self.rest.limited and not self.floor else None)
-        if not out:
+        if not self.done.wait(self.rest.left() + self.params.race_grace if self.rest.limited else None):
+            if self.offered is not None:
+                self.notes["rest_unfinished"] = "the rest of auto had not returned by its deadline: its warm start kept"
+            return self.offered
+        if not out:  # the search settled the question
             return None
         if isinstance(out[0], BaseException):
             raise out[0]
