@@ -463,7 +463,7 @@ def solve(inst: Instance, capacity: int | None, lower: int, objective: Objective
         return m.answer(False, infeasible=True)
     if m.best is not None and (not objective.optimizes or m.best_top <= m.floor):
         return m.answer(False)
-    for phase in (m.bound_first, m.at_capacity, m.upward):
+    for phase in (m.bound_first, m.floor_probe, m.at_capacity, m.upward):
         ans = phase()
         if ans is not None:
             return ans
@@ -548,6 +548,32 @@ class _Minimization:
             if self.lb > self.cap:  # (raised by the refutation only when the instance is exact)
                 return self.answer(False, infeasible=True)
         return None
+
+    def floor_probe(self) -> Answer | None:
+        """Feasibility at a capacity above the proven bound: decisions at the bound and at the
+        capacity in turn, each resuming where it stopped, the bound's slice ``floor_probe_share`` of
+        the capacity's (the first ``floor_probe_seconds``), slices doubling: a plan under the bound is
+        one under the capacity, and a tight capacity prunes far more than room to spare (generated
+        cuts at 3 % above their optimum: the search at the capacity packed 5 of 12 in 20 s, at the
+        bound 10 of 12 in under 0.1 s), while an unreachable bound (minimalloc D) costs a share.
+        A refuted bound ends the turns: the capacity gets the rest."""
+        if (self.optimizes or self.best is not None or self.cap is None or self.params.floor_probe_seconds <= 0
+                or self.floor >= self.cap):
+            return None
+        floor, slice_s = self.floor, self.params.floor_probe_seconds / self.params.floor_probe_share
+        while self.clock.left() > 0:
+            for target, share in ((floor, self.params.floor_probe_share), (self.cap, 1.0)):
+                out = self.decide(target, self.clock.part(share * slice_s), resume=True)
+                if out.status == kernels.FOUND:
+                    self.report()
+                    return self.answer(False)
+                if out.status == kernels.INFEASIBLE:
+                    self.refuted(target)
+                    if target == self.cap:
+                        return self.answer(False, infeasible=self.inst.exact)
+                    return None  # the bound refuted: the capacity alone (``at_capacity``)
+            slice_s *= 2
+        return self.answer(True)
 
     def at_capacity(self) -> Answer | None:
         """A plan under the capacity first (half the time when minimizing): upward steps alone may

@@ -36,6 +36,11 @@ class SearchParams:
     # race: PortfolioParams.race_floor_share) the bound goes first, so a bound decided in its first slice does
     # not wait; 0: the bound is left to someone else (auto's race decides it), all time to a better plan
     floor_share: float = 0.25
+    # feasibility at a capacity above the proven bound: decisions at the bound and at the capacity take
+    # turns (``engine``'s floor_probe): the bound's first slice in seconds (0: none), and its slices' share
+    # of the capacity's
+    floor_probe_seconds: float = 0.1
+    floor_probe_share: float = 0.5
     # deterministic seconds a lowest-offset dive of a large instance costs per unit (idealloc/S_1:
     # 0.85 CPU s for 28,526 units)
     dive_seconds_per_unit: float = 3e-5
