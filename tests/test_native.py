@@ -139,7 +139,8 @@ def test_a_search_process_never_imports_numba() -> None:
     env.pop("OPTPLAN_NO_NATIVE", None)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["FEASIBLE", "True", "False"], out.stdout  # a plan, from kernel runs, no numba
+    status, ran, numba = out.stdout.split()
+    assert status in ("FEASIBLE", "OPTIMAL") and (ran, numba) == ("True", "False"), out.stdout  # a plan, kernel runs, no numba
 
 
 def test_a_module_built_from_other_sources_is_never_loaded(tmp_path: Path) -> None:
