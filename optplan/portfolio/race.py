@@ -172,8 +172,8 @@ class SearchRace:
         search proved."""
         if result is None:
             result = Result(None, message=self.rest.cancelled or "time limit reached")  # (or the search's answer below)
-        if result.placements is not None or result.proven_infeasible:
-            self.searching.halt()
+        if result.proven_optimal or result.proven_infeasible or (result.placements is not None and not self.floor):
+            self.searching.halt()  # (minimize mode: a rest that ended early with a plan leaves the search its time)
         self.watcher.join()
         plan = self.plan
         stats = {**result.stats, **self.notes}
