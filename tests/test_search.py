@@ -780,7 +780,7 @@ def test_small_generated_instances_are_packed_at_their_known_optimum(family: str
         assert validate(problem, plan.placements) == []
 
 
-def test_every_ordering_runs_without_the_forced_rule_too() -> None:
+def test_every_ordering_runs_without_the_forced_rule_too(shared: Path) -> None:  # (perturbs ../shared's A-E)
     """A perturbed A-E instance (experiments/gen_instances.py) that MiniMalloc packs at once: every
     ordering with the forced-section rule ran 250k+ nodes without a plan, where the orderings without
     it pack it (here, one process and a node budget: the same run on every machine)."""
