@@ -3,7 +3,7 @@
     python experiments/bench_load_edge.py [--buffers 1000] [--time-limit 3] [--busy 0 1 2 3] [--reps 3]
         [-o experiments/results/load_edge.md]
 
-One random problem (``--buffers`` buffers, the suite's ``test_jit`` shape), solved by ``auto`` as a
+One random problem (``gen_instances.random_spans``: ``--buffers`` buffers, as ``tests/test_jit.py`` plans them), solved by ``auto`` as a
 whole process (``e2e.optplan``) with ``--time-limit``, beside ``--busy`` processes that each spin
 a core, with the kernels built ahead of time and without any (``OPTPLAN_NO_NATIVE=1`` and an empty
 ``NUMBA_CACHE_DIR``: a fresh install whose build failed). Per setting: how many runs wrote a plan,
@@ -16,32 +16,20 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
-import random
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import e2e
+from gen_instances import random_spans
 
-from optplan.core.buffer import Buffer
-from optplan.core.problem import Problem
 from optplan.formats import write_problem, write_text
 
 
 def _spin() -> None:
     while True:
         pass
-
-
-def problem(n: int) -> Problem:
-    """Random lifetimes and sizes (``tests/test_jit._generated``'s shape)."""
-    rng = random.Random(1)
-    out = []
-    for i in range(n):
-        start = rng.randrange(n // 4)
-        out.append(Buffer(f"b{i}", 64 * rng.randint(1, 512), start, start + rng.randint(1, 30)))
-    return Problem(tuple(out))
 
 
 def run(path: Path, limit: float, native: bool, cache: Path) -> e2e.Solved:
@@ -72,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(lines), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp, "p.json")
-        write_problem(problem(args.buffers), path)
+        write_problem(random_spans(args.buffers, seed=1, sizes=512, life=30), path)  # (tests/test_jit's)
         for busy in args.busy:
             spinners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(busy)]
             for s in spinners:

@@ -119,6 +119,18 @@ def cut_instance(family: str, seed: int, n: int | None = None, cells: int = CELL
     return _problem(f"{family}-{seed}", [(t.t0, t.t1, (t.y1 - t.y0) * unit) for t in tiles], cells * unit)
 
 
+def random_spans(n: int, seed: int = 0, sizes: int = 1024, life: int = 40) -> Problem:
+    """``n`` buffers with random lifetimes (1 to ``life`` steps, starting within the first ``n // 4``)
+    and sizes (multiples of 64 B up to ``64 * sizes``), one unbounded memory. No known optimum: the
+    shape the time-limit tests and ``bench_load_edge.py`` plan at a given size."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        start = rng.randrange(n // 4)
+        out.append(Buffer(f"b{i}", 64 * rng.randint(1, sizes), start, start + rng.randint(1, life)))
+    return Problem(tuple(out))
+
+
 def _read_csv(path: Path) -> list[tuple[int, int, int]]:
     rows = path.read_text().splitlines()[1:]
     out = []

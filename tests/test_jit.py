@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
+from gen_instances import random_spans
+
 from optplan.core import jit
-from optplan.core.buffer import Buffer
 from optplan.core.deadline import Deadline, running
 from optplan.core.problem import Problem
 from optplan.core.validate import validate
@@ -127,14 +129,8 @@ def test_the_gate_decides_a_group_when_it_is_first_asked_for(fresh: list, monkey
 
 
 def _generated(n: int) -> Problem:
-    import random
-
-    rng = random.Random(1)
-    out = []
-    for i in range(n):
-        start = rng.randrange(n // 4)
-        out.append(Buffer(f"b{i}", 64 * rng.randint(1, 512), start, start + rng.randint(1, 30)))
-    return Problem(tuple(out))
+    """``gen_instances.random_spans`` (experiments/): ``n`` buffers, random lifetimes and sizes."""
+    return random_spans(n, seed=1, sizes=512, life=30)
 
 
 @pytest.mark.parametrize("name", ["auto", "search"])

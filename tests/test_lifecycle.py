@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -14,8 +13,10 @@ import pytest
 
 psutil = pytest.importorskip("psutil")
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
+from gen_instances import random_spans
+
 from optplan import registry
-from optplan.core.buffer import Buffer
 from optplan.core.deadline import Deadline
 from optplan.core.problem import Problem
 from optplan.core.validate import validate
@@ -157,13 +158,8 @@ def test_deadline_parts_charge_their_parents_and_cancel_reaches_every_part() -> 
 
 
 def _generated(n: int, seed: int = 0) -> Problem:
-    """``n`` buffers with random lifetimes (1-40 steps over n/4 steps) and sizes (64 B multiples)."""
-    rng = random.Random(seed)
-    out = []
-    for i in range(n):
-        start = rng.randrange(n // 4)
-        out.append(Buffer(f"b{i}", 64 * rng.randint(1, 1024), start, start + rng.randint(1, 40)))
-    return Problem(tuple(out))
+    """``gen_instances.random_spans`` (experiments/): ``n`` buffers, random lifetimes and sizes."""
+    return random_spans(n, seed)
 
 
 @pytest.mark.parametrize("name", ["search", "milp-cbc", "hill-climb", "cpsat", "auto"])
