@@ -59,7 +59,7 @@ def whole_problem(problem: Problem, deadline: Deadline, run: Run) -> Result:
     if best is not None and best.found:
         stats["warm_start"] = best.planner
         if run.offer is not None:
-            run.offer(Result(best.placements, bound=best.lower_bound, stats={**stats, "kept_heuristic": best.planner}))
+            run.offer(_kept(best, stats))
         if run.progress is not None:
             run.progress({"best": best.objective_value, "bound": best.objective_bound, "gap": best.gap,
                           "elapsed": time.perf_counter() - t0, "peak": best.peak, "lower": best.lower_bound})
@@ -69,8 +69,7 @@ def whole_problem(problem: Problem, deadline: Deadline, run: Run) -> Result:
     if best is not None and best.found and not _solvers_affordable(work, run.params):
         stats["parts_not_run"] = (f"loading the exact solvers takes about {_import_seconds(run.params):.1f} s, "
                                   f"{work.left():.1f} s left")
-        stats["kept_heuristic"] = best.planner
-        return Result(best.placements, bound=best.lower_bound, stats=stats)
+        return _kept(best, stats)
     from optplan.solvers.cpsat import Settings
 
     settings = Settings(workers, seed)
@@ -84,8 +83,7 @@ def whole_problem(problem: Problem, deadline: Deadline, run: Run) -> Result:
                                   f"{_reduce_seconds(problem, params):.0f} s, {work.left():.1f} s left")
         if best is None or not best.found:
             return Result(None, message="no heuristic plan, and no time to split the problem into parts", stats=stats)
-        stats["kept_heuristic"] = best.planner
-        return Result(best.placements, bound=best.lower_bound, stats=stats)
+        return _kept(best, stats)
     red = reduce(problem, objective)
     merged = solve_parts(red, best, work, t0, settings, objective, run, dived=early is not None)
     merged.stats.update(stats)
@@ -103,6 +101,11 @@ def _reduce_seconds(problem: Problem, params: PortfolioParams, one_part: bool = 
     per_unit = params.reduce_one_part_seconds_per_unit if one_part else \
         params.reduce_columns_seconds_per_unit if columns_only(problem) else params.reduce_seconds_per_unit
     return per_unit * problem.unit_count * registry.slowdown()
+
+
+def _kept(best: Plan, stats: dict[str, object]) -> Result:
+    """The best heuristic plan as the answer, with the stats so far: where no exact stage runs."""
+    return Result(best.placements, bound=best.lower_bound, stats={**stats, "kept_heuristic": best.planner})
 
 
 def _import_seconds(params: PortfolioParams) -> float:
