@@ -185,6 +185,14 @@ def _special(files: Path, kind: str) -> Path:
     return files / "link.json"
 
 
+def _entries(folder: Path) -> dict[str, tuple[int, ...]]:
+    """Each entry's kind, inode, size, and modification and change times: what writing, replacing or
+    creating changes. Not the access time: following a symlink to refuse it may update the link's
+    (relatime, when a second has passed since it was made: a flake under load)."""
+    return {p.name: (s.st_mode, s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns)
+            for p in folder.iterdir() for s in [os.lstat(p)]}
+
+
 SPECIAL = ["fifo", "link-to-fifo", "link-to-dir", "loop"] + (["char-device"] if os.geteuid() == 0 else [])
 
 
@@ -192,15 +200,15 @@ SPECIAL = ["fifo", "link-to-fifo", "link-to-dir", "loop"] + (["char-device"] if 
 def test_an_output_that_is_not_a_regular_file_is_refused_before_the_work(files: Path, no_work: None, capsys: pytest.CaptureFixture,
                                                                        kind: str) -> None:
     out = _special(files, kind)
-    before = {p.name: os.lstat(p) for p in files.iterdir()}
+    before = _entries(files)
     code = main(["solve", str(files / "one.csv"), "-o", str(out)])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert ("symlink loop" if kind == "loop" else "an output must be a regular file") in err
-    assert {p.name: os.lstat(p) for p in files.iterdir()} == before  # untouched, no temporary left
+    assert _entries(files) == before  # untouched, no temporary left
     with pytest.raises(FormatError):  # the writer refuses too (the library's write_plan, write_problem)
         output.write_text(out, "x")
-    assert {p.name: os.lstat(p) for p in files.iterdir()} == before
+    assert _entries(files) == before
 
 
 def _unwritable(tmp_path: Path) -> Path:
