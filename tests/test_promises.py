@@ -50,6 +50,9 @@ def test_the_fast_plan_writer_writes_what_json_dumps_writes(make: str) -> None:
         placements = dict(placements)
     plan.placements = placements  # type: ignore[misc]
     assert plan_to_json(plan) == json.dumps(plan_to_dict(plan), indent=1) + "\n"
+    assert plan_to_json(plan, pretty=False) == json.dumps(plan_to_dict(plan)) + "\n"  # what --json prints
+    doc = {**plan_to_dict(plan, placements=False), "peak": {"added": None}}
+    assert plan_to_json(plan, pretty=False, doc=doc) == json.dumps({**doc, "placements": plan_to_dict(plan)["placements"]}) + "\n"
 
 
 # -- the program, as a user runs it ------------------------------------------------------------

@@ -44,6 +44,32 @@ def test_other_csv_goes_to_the_general_reader(text: str) -> None:
     assert minimalloc_csv._plain_problem(text, "<csv>") is None
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text("0123456789-", max_size=21), min_size=1, max_size=6))
+def test_bulk_integers_are_what_int_reads(cells: list[str]) -> None:
+    """The bulk column parser (numpy's C parser after a check of the cells' shape) reads exactly
+    the cells ``int`` reads into int64, and refuses a column with any other."""
+    try:
+        want = [int(c) for c in cells]
+        ok = all(-2**63 <= v < 2**63 for v in want)
+    except ValueError:
+        ok = False
+    got = minimalloc_csv._integers(cells)
+    assert (got is not None) == ok and (got is None or got.tolist() == want)
+
+
+def test_buffers_read_from_columns_are_made_when_first_needed() -> None:
+    """A problem read in bulk builds its ``Buffer`` objects only when they are iterated (a
+    million take seconds); one read by position, the index by id and a pickle agree with them."""
+    import pickle
+    p = minimalloc_csv.problem_from_csv("id,lower,upper,size,alignment\na,0,2,4,1\nb,1,3,8,4\n")
+    assert p.buffers._made is None  # type: ignore[attr-defined]
+    assert (p.buffers[-1], len(p.buffers)) == (Buffer("b", 8, 1, 3, alignment=4), 2) and p.buffers._made is None  # type: ignore[attr-defined]
+    assert p.buffer("a") == Buffer("a", 4, 0, 2) and p.buffers._made is not None  # type: ignore[attr-defined]
+    again = pickle.loads(pickle.dumps(p))
+    assert tuple(again.buffers) == tuple(p.buffers) == p.buffers[:] and again.has_buffer("b")
+
+
 def test_units_without_relative_placements_as_the_general_builder() -> None:
     """One unit per buffer is built directly; the grouping builder gives the same units."""
     buffers = (Buffer("a", 8, 0, 4, alignment=4), Buffer("b", 0, 1, 2), Buffer("c", 6, 1, 5, blocked=("slow",)),

@@ -64,9 +64,10 @@ def print_plan(problem: Problem, plan: Plan) -> None:
 def print_json(plan: Plan, problem: Problem | None = None) -> None:
     """The plan as one JSON object; without a plan, each memory of ``problem`` has a null peak
     (and a null bound where no plan can exist), never 0."""
-    from optplan.formats.native_json import plan_to_dict
+    from optplan.formats.native_json import plan_to_dict, plan_to_json
 
-    say(json.dumps(with_nulls(plan_to_dict(plan), plan, problem)))
+    head = with_nulls(plan_to_dict(plan, placements=False), plan, problem)
+    say(plan_to_json(plan, pretty=False, doc=head)[:-1])
 
 
 def with_nulls(doc: dict, plan: Plan, problem: Problem | None) -> dict:

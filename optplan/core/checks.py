@@ -69,7 +69,7 @@ def check_range(where: str, values: Iterable[tuple[str, object]]) -> None:
             raise ProblemError(f"{where}: field '{name}': {v} does not fit a 64-bit integer (at most 2^63-1)")
 
 
-def check_live_load(buffers: tuple[Buffer, ...]) -> None:
+def check_live_load(buffers: Sequence[Buffer]) -> None:
     """The bytes live at one time (all memories together) must fit int64. Exact in Python
     integers; the sweep runs only when the sizes together exceed 2^63-1."""
     if sum(b.size for b in buffers) <= INT64_MAX or any(isinstance(b.start, tuple) for b in buffers):

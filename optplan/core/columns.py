@@ -78,6 +78,56 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+class ColumnBuffers(Sequence[Buffer]):
+    """The buffers of a problem read from columns, made when first iterated: a million
+    ``Buffer`` objects take 2-4 s to build, and a plan of plain buffers (heuristics, bounds,
+    validator, writers) reads the columns instead. One read by position is made on its own (the
+    heuristics' pilot slice). Pickled as its columns; equal to the tuple of its buffers."""
+
+    __slots__ = ("_columns", "_made")
+
+    def __init__(self, columns: Columns) -> None:
+        self._columns = columns
+        self._made: tuple[Buffer, ...] | None = None
+
+    def __len__(self) -> int:
+        return len(self._columns.ids)
+
+    def __getitem__(self, k):  # type: ignore[no-untyped-def,override]
+        if self._made is not None or isinstance(k, slice):
+            return self.made()[k]
+        k, c = range(len(self))[k], self._columns
+        return _buffer(c.ids[k], int(c.size[k]), int(c.start[k]), int(c.end[k]), int(c.alignment[k]))
+
+    def __iter__(self) -> Iterator[Buffer]:
+        return iter(self.made())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and self.made() == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return ColumnBuffers, (self._columns,)
+
+    def made(self) -> tuple[Buffer, ...]:
+        """All the buffers, built once (threads asking at once may both build them; one is kept)."""
+        if self._made is None:
+            c = self._columns
+            with gc_paused():
+                made = tuple(map(_buffer, c.ids, c.size.tolist(), c.start.tolist(), c.end.tolist(), c.alignment.tolist()))
+            self._made = made
+        return self._made
+
+
+def _buffer(bid: str, size: int, start: int, end: int, alignment: int) -> Buffer:
+    """A plain buffer whose fields the columns' checks passed (no ``__init__`` checks)."""
+    fields: dict[str, object] = {"id": bid, "size": size, "start": start, "end": end}
+    if alignment != 1:
+        fields["alignment"] = alignment
+    return fast_instance(Buffer, fields)  # type: ignore[no-any-return]
+
+
 def fast_instance(cls: type, fields: dict[str, object]) -> Any:
     """A frozen dataclass instance holding ``fields``, without ``__init__`` and its checks; every
     field left out reads the class's default (dataclasses keep defaults as class attributes)."""

@@ -5,7 +5,7 @@ arrays passes over every buffer read."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -23,7 +23,7 @@ from optplan.core.checks import (
     one_stream,
     stream_count,
 )
-from optplan.core.columns import Columns, fast_instance, gc_paused
+from optplan.core.columns import ColumnBuffers, Columns, gc_paused
 from optplan.core.errors import ProblemError
 from optplan.core.units import Unit, build_units, plain_units
 
@@ -40,7 +40,7 @@ class Problem:
         streams: 1 for scalar lifetimes; k for vector clocks of k streams (derived).
     """
 
-    buffers: tuple[Buffer, ...]
+    buffers: Sequence[Buffer]  # a tuple, or (read from columns) a ColumnBuffers
     memories: tuple[Memory, ...] = (Memory("mem"),)
     relative: tuple[RelativePlacement, ...] = ()
     metadata: Mapping[str, object] = field(default_factory=dict)
@@ -61,7 +61,7 @@ class Problem:
                 raise ProblemError(f"buffer {b.id!r}: field 'id': duplicate id")
             by_id[b.id] = b
         check_ids(list(by_id))
-        object.__setattr__(self, "_by_id", by_id)
+        object.__setattr__(self, "_buffer_by_id", by_id)
         object.__setattr__(self, "_mems", mems)
         object.__setattr__(self, "streams", stream_count(self.buffers))
         object.__setattr__(self, "_units", build_units(self))
@@ -93,20 +93,15 @@ class Problem:
     @classmethod
     def _from_checked_columns(cls, ids: list[str], start: np.ndarray, end: np.ndarray, size: np.ndarray,
                               align: np.ndarray, memories: tuple[Memory, ...], metadata: dict[str, object]) -> Problem:
-        n = len(ids)
-        starts, ends, sizes, aligns = start.tolist(), end.tolist(), size.tolist(), align.tolist()
-        buffers = tuple(fast_instance(Buffer, {"id": i, "size": z, "start": s, "end": e} if a == 1 else
-                              {"id": i, "size": z, "start": s, "end": e, "alignment": a})
-                        for i, s, e, z, a in zip(ids, starts, ends, sizes, aligns))
-        by_id = dict(zip(ids, buffers))
-        if len(by_id) != n:
-            return cls(buffers, memories, (), metadata)  # names the duplicate
+        columns = Columns(ids, start, end, size, align, size, True)
+        if len(set(ids)) != len(ids):
+            return cls(tuple(ColumnBuffers(columns)), memories, (), metadata)  # names the duplicate
         self = object.__new__(cls)
-        for k, v in (("buffers", buffers), ("memories", memories), ("relative", ()), ("metadata", metadata),
-                     ("streams", 1), ("_by_id", by_id), ("_mems", {m.name: m for m in memories})):
+        for k, v in (("buffers", ColumnBuffers(columns)), ("memories", memories), ("relative", ()),
+                     ("metadata", metadata), ("streams", 1), ("_mems", {m.name: m for m in memories})):
             object.__setattr__(self, k, v)
-        self.__dict__["columns"] = Columns(ids, start, end, size, align, size, True)
-        return self  # its units are made when first asked for (``units``)
+        self.__dict__["columns"] = columns
+        return self  # its buffers, their index by id and its units are made when first asked for
 
     @cached_property
     def columns(self) -> Columns:
@@ -114,11 +109,19 @@ class Problem:
         return Columns.of(self.buffers, self.concurrent, bool(self.relative))
 
     # -- lookups ---------------------------------------------------------------------------
+    @property
+    def _by_id(self) -> dict[str, Buffer]:
+        by_id = self.__dict__.get("_buffer_by_id")
+        if by_id is None:
+            with gc_paused():
+                by_id = self.__dict__.setdefault("_buffer_by_id", {b.id: b for b in self.buffers})
+        return by_id
+
     def buffer(self, buffer_id: str) -> Buffer:
-        return self._by_id[buffer_id]  # type: ignore[attr-defined]
+        return self._by_id[buffer_id]
 
     def has_buffer(self, buffer_id: str) -> bool:
-        return buffer_id in self._by_id  # type: ignore[attr-defined]
+        return buffer_id in self._by_id
 
     def memory(self, name: str) -> Memory:
         return self._mems[name]  # type: ignore[attr-defined]

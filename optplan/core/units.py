@@ -4,7 +4,7 @@ units, not buffers."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -18,7 +18,7 @@ class Model(Protocol):
     """What the unit builders read of a Problem (which is built on them)."""
 
     @property
-    def buffers(self) -> tuple[Buffer, ...]: ...
+    def buffers(self) -> Sequence[Buffer]: ...
 
     @property
     def memories(self) -> tuple[Memory, ...]: ...

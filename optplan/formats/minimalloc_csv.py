@@ -165,14 +165,27 @@ def _plain_columns(text: str, columns: set[str]) -> tuple[list[str], list[str], 
         column = cells[k::len(header)]
         if c == "id":
             ids = [s.strip(" ") for s in column]
-        elif not _plain_integers(",".join(column)):
-            return None
         else:
-            try:  # (int refuses "", "-", "1-2"; the rest of what it takes, _plain_integers refused)
-                cols[c] = np.fromiter(map(int, column), np.int64, len(lines))
-            except (ValueError, OverflowError):
+            values = _integers(column)
+            if values is None:
                 return None
+            cols[c] = values
     return header, ids, cols
+
+
+def _integers(column: list[str]) -> np.ndarray | None:
+    """The column's integers, or None where a cell is not one ``int`` takes in int64."""
+    joined = ",".join(column)
+    if not _plain_integers(joined):
+        return None
+    unsigned = ("," + joined).replace(",-", ",")
+    if "-" not in unsigned and ",," not in unsigned + "," and max(map(len, column)) <= 18:
+        # every cell -?[0-9]+ of at most 18 characters (no overflow): numpy's C parser, 10x int()'s pace
+        return np.fromstring(joined, np.int64, sep=",")
+    try:  # (int refuses "", "-", "1-2"; the rest of what it takes, _plain_integers refused)
+        return np.fromiter(map(int, column), np.int64, len(column))
+    except (ValueError, OverflowError):
+        return None
 
 
 def _plain_integers(joined: str) -> bool:

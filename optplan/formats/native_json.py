@@ -143,23 +143,32 @@ def plan_to_dict(plan: Plan, placements: bool = True, times: bool = True) -> dic
     return doc if times else untimed(doc)
 
 
-# one placement as ``json.dumps(..., indent=1)`` writes it inside the plan object
+# one placement as ``json.dumps`` writes it inside the plan object: with ``indent=1`` (the plan
+# file) and compact (``--json``, the default separators)
 _ENTRY = '  {}: {{\n   "memory": {},\n   "offset": {}\n  }}'
+_COMPACT_ENTRY = '{}: {{"memory": {}, "offset": {}}}'
 
 
-def plan_to_json(plan: Plan, times: bool = True) -> str:
-    """The plan file: ``json.dumps(plan_to_dict(plan, times=times), indent=1)``, byte for byte, but
-    with the placements (the last key) formatted in C-level passes over their columns: Python's
-    indenting encoder takes 20 s over a million of them, this about a second."""
-    head = json.dumps(plan_to_dict(plan, placements=False, times=times), indent=1)
+def plan_to_json(plan: Plan, times: bool = True, pretty: bool = True, doc: dict[str, Any] | None = None) -> str:
+    """``json.dumps(plan_to_dict(plan, times=times), indent=1 if pretty else None) + "\n"``, byte
+    for byte, but with the placements (the last key) formatted in C-level passes over their
+    columns: Python's encoder takes 10-20 s over a million of them, this about a second. ``doc``:
+    the object to write in place of ``plan_to_dict(plan, placements=False, times=times)`` (the
+    caller's additions to it), whose empty ``placements`` get the plan's."""
+    head = json.dumps(plan_to_dict(plan, placements=False, times=times) if doc is None else doc,
+                      indent=1 if pretty else None)
     if not plan.placements:
         return head + "\n"
-    assert head.endswith('"placements": {}\n}')
+    empty = '"placements": {}\n}' if pretty else '"placements": {}}'
+    assert head.endswith(empty)
     ids, memories, offsets = _columns(plan.placements)
     encode = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]  # (as json.dumps: ensure_ascii)
     with gc_paused():
-        body = ",\n".join(map(_ENTRY.format, map(encode, ids), memories, offsets))
-    return f"{head[:-4]}{{\n{body}\n }}\n}}\n"
+        entries = map((_ENTRY if pretty else _COMPACT_ENTRY).format, map(encode, ids), memories, offsets)
+        body = (",\n" if pretty else ", ").join(entries)
+    if pretty:
+        return f"{head[:-4]}{{\n{body}\n }}\n}}\n"
+    return f"{head[:-3]}{{{body}}}}}\n"
 
 
 def _columns(placements: Mapping[str, Placement]) -> tuple[list[str], list[str], list[int]]:
