@@ -12,12 +12,10 @@ peak (no capacity), each as a process timed from start to exit with its peak RSS
 * optplan ``auto`` (``optplan solve --objective min-peak --time-limit T -o plan.csv``);
 * OmniMalloc's ``greedy_by_size`` and ``supermalloc`` (limit T, 2 threads) through
   ``omnimalloc_peer.py`` (``pip install omnimalloc``, optplan's ``peers`` extra);
-* idealloc's binary where ``IDEALLOC_BIN`` points to one (run as ``$IDEALLOC_BIN -i FILE ex-csv``;
-  the peak read from the last ``makespan``/``peak`` number it prints). It is not built here by
-  this script: idealloc (MIT, arXiv 2504.04874) builds with cargo from its public sources; with
-  no crates.io, Debian's ``librust-*-dev`` packages serve as a directory source
-  (``/usr/share/cargo/registry``) once its workspace is cut to the ``coreba`` crate and its
-  version requirements relaxed (see ``/opt/idealloc-peer/README.txt`` where it was built).
+* idealloc's binary where ``IDEALLOC_BIN`` points to one (run as ``$IDEALLOC_BIN -i FILE ex-csv``,
+  the peak read from the ``Makespan:`` line it prints). This script does not build it: how it was
+  built here, from stored file versions with Debian's crates and no network, and what it does, is in
+  ``experiments/idealloc_peer.md``.
 
 A process still running ``--kill-after`` seconds after its start is killed (reported as such).
 Columns: peak / load bound (the peak live load, a lower bound on every plan), wall seconds end to
