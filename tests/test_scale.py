@@ -70,6 +70,20 @@ def test_buffers_read_from_columns_are_made_when_first_needed() -> None:
     assert tuple(again.buffers) == tuple(p.buffers) == p.buffers[:] and again.has_buffer("b")
 
 
+@pytest.mark.parametrize("memories", [(Memory("mem", capacity=12),), (Memory("sram", 8, alignment=4), Memory("dram"))])
+def test_memories_given_to_a_problem_read_in_bulk_keep_its_columns(memories) -> None:
+    """A capacity or a hierarchy given to a problem read in bulk (``--capacity``, ``--memories``)
+    keeps it in columns (the general constructor took 18 s over a million buffers) and gives the
+    problem the general constructor gives; a bad memory is refused as there."""
+    p = minimalloc_csv.problem_from_csv("id,lower,upper,size,alignment\na,0,2,4,1\nb,1,3,8,2\nc,2,4,4,1\n")
+    got = p.with_capacity(12) if len(memories) == 1 else p.with_memories(memories)
+    assert got.buffers._made is None  # type: ignore[attr-defined]
+    want = Problem(tuple(p.buffers), memories)
+    assert (got.memories, got.units, tuple(got.buffers)) == (want.memories, want.units, want.buffers)
+    with pytest.raises(ProblemError, match="duplicate memory name"):
+        p.with_memories((Memory("x"), Memory("x")))
+
+
 def test_units_without_relative_placements_as_the_general_builder() -> None:
     """One unit per buffer is built directly; the grouping builder gives the same units."""
     buffers = (Buffer("a", 8, 0, 4, alignment=4), Buffer("b", 0, 1, 2), Buffer("c", 6, 1, 5, blocked=("slow",)),

@@ -87,21 +87,21 @@ class Problem:
                              zip(ids, start.tolist(), end.tolist(), size.tolist(), align.tolist())), memories, (), metadata)
         memories = tuple(memories)
         check_memories(memories)
-        with gc_paused():
-            return cls._from_checked_columns(ids, start, end, size, align, memories, metadata)
+        columns = Columns(ids, start, end, size, align, size, True)
+        if len(set(ids)) != n:
+            return cls(tuple(ColumnBuffers(columns)), memories, (), metadata)  # names the duplicate
+        return cls._columnar(columns, memories, metadata)
 
     @classmethod
-    def _from_checked_columns(cls, ids: list[str], start: np.ndarray, end: np.ndarray, size: np.ndarray,
-                              align: np.ndarray, memories: tuple[Memory, ...], metadata: dict[str, object]) -> Problem:
-        columns = Columns(ids, start, end, size, align, size, True)
-        if len(set(ids)) != len(ids):
-            return cls(tuple(ColumnBuffers(columns)), memories, (), metadata)  # names the duplicate
+    def _columnar(cls, columns: Columns, memories: tuple[Memory, ...], metadata: dict[str, object]) -> Problem:
+        """The problem of ``columns`` (plain buffers, checked) in ``memories`` (checked): its
+        buffers, their index by id and its units are made when first asked for."""
         self = object.__new__(cls)
         for k, v in (("buffers", ColumnBuffers(columns)), ("memories", memories), ("relative", ()),
                      ("metadata", metadata), ("streams", 1), ("_mems", {m.name: m for m in memories})):
             object.__setattr__(self, k, v)
         self.__dict__["columns"] = columns
-        return self  # its buffers, their index by id and its units are made when first asked for
+        return self
 
     @cached_property
     def columns(self) -> Columns:
@@ -185,12 +185,18 @@ class Problem:
         """Cap a single-memory problem (the MiniMalloc CSV format carries no capacity)."""
         if len(self.memories) != 1:
             raise ProblemError("--capacity applies to single-memory problems; set capacities per memory in the JSON problem")
-        return replace(self, memories=(replace(self.memories[0], capacity=capacity),))
+        return self.with_memories((replace(self.memories[0], capacity=capacity),))
 
     def with_memories(self, memories: Iterable[Memory]) -> Problem:
         """The same buffers in another hierarchy (fastest first): e.g. a CSV problem, which
-        carries one memory, given an SRAM in front of a DRAM."""
-        return Problem(self.buffers, items_of("memories", memories, Memory), self.relative, dict(self.metadata))
+        carries one memory, given an SRAM in front of a DRAM. A problem read in bulk stays in its
+        columns (its buffers' checks do not depend on the memories): the general constructor took
+        18 s over a million buffers to add a capacity."""
+        memories = items_of("memories", memories, Memory)
+        if isinstance(self.buffers, ColumnBuffers):
+            check_memories(memories)
+            return Problem._columnar(self.columns, memories, dict(self.metadata))
+        return Problem(self.buffers, memories, self.relative, dict(self.metadata))
 
     def with_buffers(self, buffers: Iterable[Buffer]) -> Problem:
         """The same memories with another set of buffers (relative placements among them kept)."""
