@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import re
 import signal
 import statistics
@@ -186,9 +187,14 @@ def _last_line(text: str) -> str:
 
 
 def write_csv(problem: object, path: Path) -> Path:
-    """A single-memory scalar problem as MiniMalloc's CSV (``id,lower,upper,size``)."""
-    buffers = problem.buffers  # type: ignore[attr-defined]
-    path.write_text("id,lower,upper,size\n" + "".join(f"{b.id},{b.start},{b.end},{b.size}\n" for b in buffers))
+    """A single-memory scalar problem as MiniMalloc's CSV (``id,lower,upper,size``), its rows in an
+    order drawn from the file's name (the same on every run): the generators make buffers in their
+    construction order, which on a guillotine cut is a perfect packing's first-fit order, and a tool
+    that tries the input's order packs it at once (SuperMalloc proved guillotine-982 and -989 in
+    0.03 s as generated, and ended at 1.151 and 1.264 after 20 s with their rows shuffled)."""
+    rows = [f"{b.id},{b.start},{b.end},{b.size}\n" for b in problem.buffers]  # type: ignore[attr-defined]
+    random.Random(path.stem).shuffle(rows)
+    path.write_text("id,lower,upper,size\n" + "".join(rows))
     return path
 
 

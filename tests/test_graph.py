@@ -286,7 +286,12 @@ def test_reorder_bound_holds_for_every_order_without_the_exact_methods() -> None
 def test_deterministic_reorder_repeats() -> None:
     g = random_dag(40, 3)
     first, again = (solve_graph(g, reorder=True, time_limit=2, deterministic=True) for _ in range(2))
-    assert first.order == again.order and dict(first.plan.placements) == dict(again.plan.placements)
+    capped = [gp.plan for gp in (first, again) if gp.plan.stats.get("deterministic_wall_capped")]
+    # the promise: the same answer, unless the wall-clock guard cut a run, which then says so
+    # (three busy processes beside this test: both runs cut, 24 s)
+    assert all("may not repeat" in plan.message for plan in capped)
+    if not capped:
+        assert first.order == again.order and dict(first.plan.placements) == dict(again.plan.placements)
     assert first.plan.peak["mem"] < solve_graph(g, time_limit=2).plan.peak["mem"]
 
 

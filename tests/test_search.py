@@ -735,7 +735,10 @@ def test_each_pruning_rule_switch_changes_the_search(rule: str, shared) -> None:
                 if rng.random() < 0.3:
                     buffers.append(Buffer(f"t{i}", buffers[-1].size, start, buffers[-1].end))
             problem = Problem(tuple(buffers), (Memory("mem"),))
-        optimum = solve(problem, "search", time_limit=20).peak["mem"]
+        # known by construction (the cuts), by minimalloc/A's name (its load bound), else solved:
+        # solving A under a limit took 10 s alone and missed its optimum beside other tests
+        known = {24: 1 << 20}.get(seed, 64 << 10 if seed % 2 else None)
+        optimum = known if known is not None else solve(problem, "search", time_limit=20).peak["mem"]
         inst = build(problem, "mem", list(problem.units))
         for o in orderings(inst)[: 1 if seed == 24 else 4]:
             counts = []
