@@ -19,7 +19,7 @@ from optplan.core.problem import Problem
 from optplan.core.units import Unit
 from optplan.heuristics.arrays import NONE, arrays
 from optplan.heuristics.kernels import kernel, pick
-from optplan.heuristics.tree_packer import _idle, _scratch, _store, layout
+from optplan.heuristics.tree_packer import IDS, _idle, _scratch, _store, layout
 
 SKY_CHUNK = 32  # breakpoints per chunk of an object's skyline
 
@@ -338,7 +338,7 @@ def _banked(order, tree, units, ch):
             j = np.searchsorted(obj_base[mem, :nobj[mem]], root + low[u], side="right") - 1
             for p in range(p_ptr[u], p_ptr[u + 1]):
                 dr, cs, tmp = _sky_raise(g0 + j, p_l[p], p_r[p], root + p_y1[p] - obj_base[mem, j], dm, dr, cs, ch, tmp)
-                ar, used = _store(tree, ids_at, p_l[p], p_r[p], j, j + 1, meta, ar, used)
+                ar, used = _store(tree, ids_at, p_l[p], p_r[p], j, j + 1, meta, ar, used, sc[IDS])
             off[u], where[u] = root, mem
             break
         if off[u] < 0:
