@@ -59,6 +59,29 @@ def test_progress_reading_in_words() -> None:
     assert waiting == "looking for a plan within mem 4.00 KiB; none yet (bound mem 2.00 KiB)"
 
 
+def test_progress_prints_nothing_after_it_stops() -> None:
+    """A member thread may report after the run's answer (it did under load, into the next
+    command's error output): once stopped, the report prints nothing more, on a log as on a terminal."""
+    import io
+
+    from rich.console import Console
+
+    from optplan.core.buffer import Buffer, Memory
+    from optplan.core.objective import Objective
+    from optplan.core.problem import Problem
+    from optplan.report.progress import Reading, SolveProgress
+
+    p = Problem((Buffer("a", 8, 0, 2),), (Memory("mem", capacity=16),))
+    for terminal in (False, True):
+        out = io.StringIO()
+        progress = SolveProgress(Console(file=out, force_terminal=terminal, width=100), Reading(p, Objective.parse("feasible", p)))
+        progress({"best": 8, "bound": 8, "gap": 0.0, "elapsed": 0.1})
+        progress.stop()
+        before = out.getvalue()
+        progress({"best": 4, "bound": 8, "gap": 0.0, "elapsed": 0.2})
+        assert out.getvalue() == before and "peak mem 8 B" in before, before
+
+
 def test_one_lower_bound_in_every_output(shared, capsys) -> None:
     """The CLI's table, --json, Plan.lower_bound and (where no plan is needed for it) `optplan
     bounds` report the same bound per memory; a memory that holds bytes never has bound 0."""

@@ -42,6 +42,8 @@ class _Plain:
 
     def line(self, text: str) -> None:
         with self.lock:
+            if self.stopped.is_set():  # a member thread's late report: the answer may be out already
+                return
             self.last = time.monotonic()
             self.lines += 1
             self.console.print(f"[{self.last - self.t0:7.1f} s] {text}", markup=False, highlight=False)
@@ -52,7 +54,8 @@ class _Plain:
                 self.line(self.heartbeat())
 
     def stop(self) -> None:
-        self.stopped.set()
+        with self.lock:
+            self.stopped.set()
         self.thread.join()
 
 
@@ -145,6 +148,7 @@ class SolveProgress:
         self.bar: Progress | None = None
         self.plain: _Plain | None = None
         self.lock = threading.Lock()
+        self.done = False
         if console.is_terminal:
             self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                                 console=console, transient=True)
@@ -160,7 +164,7 @@ class SolveProgress:
         """A member's report: kept when it improves on the best or the bound shown (members report
         from several threads, each its own best: a worse one must not replace a better one)."""
         with self.lock:
-            if not self._better(info):
+            if self.done or not self._better(info):  # (done: a member thread reporting after the answer)
                 return
             self.info = self._merged(info)
             text = self._text()
@@ -186,6 +190,10 @@ class SolveProgress:
                 or (bound is not None and (old_bound is None or bound > old_bound)))
 
     def stop(self) -> None:
+        """The report is over: reports still coming from member threads are dropped (one printed
+        after a run's answer landed in the next command's error output, under load)."""
+        with self.lock:
+            self.done = True
         if self.bar is not None:
             self.bar.stop()
         if self.plain is not None:
