@@ -72,6 +72,20 @@ def _program(argv: list[str], tmp: Path, mark: str = "") -> subprocess.Popen:
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
+def test_the_limit_counts_from_the_program_not_from_the_shell_it_replaced(tmp_path: Path) -> None:
+    """A shell that runs other commands and then execs optplan in its own process (``bash -c
+    "pip install -e . && optplan solve ..."`` does so with its last command) leaves a process older
+    than the program: the limit counts from the program's start, not the shell's (the README's
+    first command, run so, answered "the time limit of 20 s ran out while reading the problem")."""
+    problem = tmp_path / "p.csv"
+    problem.write_text("id,lower,upper,size\na,0,2,4\nb,1,3,4\n")
+    out = tmp_path / "plan.csv"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
+    run = subprocess.run(["bash", "-c", f"sleep 7 && exec {sys.executable} -m optplan.cli solve {problem} --time-limit 3 -o {out}"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and out.exists(), run.stderr
+
+
 def _marked(mark: str) -> list[int]:
     """Processes whose environment holds ``OPTPLAN_TEST_MARK=mark``: children that outlived optplan."""
     needle = f"OPTPLAN_TEST_MARK={mark}".encode()

@@ -21,6 +21,8 @@ import os
 import signal
 import sys
 
+from optplan.cli import started  # noqa: F401  # first: when this program started (``started.program_age``)
+
 
 def _started_as_the_command() -> bool:
     """This process is the ``optplan`` command (its console script, or ``python -m optplan.cli``),

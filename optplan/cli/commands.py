@@ -73,11 +73,12 @@ def load_input(args: argparse.Namespace) -> Problem | Graph:
 def _deadline(args: argparse.Namespace) -> Deadline:
     """The run's one Deadline, made before the problem is read: reading counts against the limit
     (and for the program, everything since the process started)."""
-    from optplan.core.deadline import Deadline, process_age
+    from optplan.cli.started import program_age
+    from optplan.core.deadline import Deadline
     from optplan.core.errors import OptplanError
 
     try:  # the program (``command()``): counted from the process's start, the imports included
-        elapsed = process_age() if getattr(args, "whole_process", False) and args.time_limit is not None else 0.0
+        elapsed = program_age() if getattr(args, "whole_process", False) and args.time_limit is not None else 0.0
         return Deadline(args.time_limit, getattr(args, "deterministic", False), elapsed=elapsed)
     except ValueError as e:
         raise OptplanError(f"--time-limit: {e}") from None
