@@ -183,8 +183,7 @@ def _elastic(problem: Problem, work: Deadline, t0: float, settings: Settings, ru
     """Every heuristic hit a capacity: descend from a plan without capacities instead, each part
     stopping as soon as its peaks fit them (in feasibility mode the search answers the capacity
     question directly, sooner: B 10.2 s -> ~1 s)."""
-    relaxed = Problem(problem.buffers, tuple(replace(m, capacity=None) for m in problem.memories),
-                      problem.relative, dict(problem.metadata))
+    relaxed = problem.with_memories(replace(m, capacity=None) for m in problem.memories)
     peaks_first = Objective(Goal.MIN_PEAK)  # what the descent minimises
     rheur, _ = run_heuristics(relaxed, work, run.seed, run.workers, improve=True, objective=peaks_first)
     rbest = min(rheur, key=_value) if rheur else None
