@@ -13,6 +13,7 @@ from optplan.core.buffer import Buffer, Gap, Memory
 from optplan.core.columns import Columns
 from optplan.core.compiled import any_overlap as _any_overlap
 from optplan.core.errors import ProblemError
+from optplan.core.load import overlapping_pairs
 from optplan.core.plan import Placement, peaks
 from optplan.core.problem import Problem
 from optplan.core.validate import _plain_valid, validate
@@ -102,6 +103,16 @@ def test_overlap_sweep_agrees_with_all_pairs(rects) -> None:
     pairs = any(start[i] < end[j] and start[j] < end[i] and lo[i] < hi[j] and lo[j] < hi[i]
                 for i in range(len(rects)) for j in range(i + 1, len(rects)))
     assert _any_overlap(start, end, lo, hi) == pairs
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(1, 5)), max_size=14))
+def test_overlapping_pairs_counts_every_pair_once(spans) -> None:
+    """The sorted-key count of lifetimes sharing a step is the all-pairs count (equal starts and
+    ends, nested and touching lifetimes included): it decides whether the search only dives."""
+    start, end = np.array([s for s, _ in spans], np.int64), np.array([s + d for s, d in spans], np.int64)
+    expected = sum(start[i] < end[j] and start[j] < end[i] for i in range(len(spans)) for j in range(i + 1, len(spans)))
+    assert overlapping_pairs(start, end) == expected
 
 
 plain_rows = st.lists(st.tuples(st.integers(0, 9), st.integers(1, 4), st.sampled_from([0, 1, 3, 4, 8, 12]),

@@ -53,6 +53,19 @@ def usage_curve(problem: Problem, placements: Mapping[str, Placement], memory: s
     return UsageCurve(times, live, highest)
 
 
+def overlapping_pairs(start: np.ndarray, end: np.ndarray) -> int:
+    """How many pairs of lifetimes ``[start, end)`` share a time step (a MIP's disjunctions, the
+    search's adjacency lists), in O(n log n) without listing them: a lifetime meets every other
+    that starts before it ends and ends after it starts. Counted over sorted keys: only the sums
+    matter, and numpy's binary search over sorted keys walks memory in order (a million short
+    lifetimes: 0.16 s, 2.1 s over the keys as given)."""
+    if not len(start):
+        return 0
+    starts, ends = np.sort(np.asarray(start, np.int64)), np.sort(np.asarray(end, np.int64))
+    met = int(np.searchsorted(starts, ends, "left").sum()) - int(np.searchsorted(ends, starts, "right").sum())
+    return (met - len(starts)) // 2
+
+
 def steps(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The distinct times of ``start`` and ``end`` (sorted, as ``columns.distinct``) and the index of each
     start and end among them, from one stable sort: four ``searchsorted`` of a million random

@@ -13,18 +13,13 @@ from optplan import registry
 from optplan.core import jit
 from optplan.core.deadline import Deadline
 from optplan.core.lifecycle import Member, fork_member
+from optplan.core.load import overlapping_pairs
 from optplan.core.objective import Objective
 from optplan.core.plan import Plan, Status
 from optplan.core.problem import Problem
 from optplan.portfolio.members import Attempt, attempt, judge
 from optplan.portfolio.params import PortfolioParams
 from optplan.portfolio.race import can_race
-
-
-def overlapping_pairs(start: np.ndarray, end: np.ndarray) -> int:
-    """How many pairs of lifetimes ``[start, end)`` overlap."""
-    s = np.sort(start)
-    return int((np.searchsorted(s, end) - np.searchsorted(s, start)).sum()) - len(s)
 
 
 def dives_only(start: np.ndarray, end: np.ndarray, params: PortfolioParams) -> bool:

@@ -44,6 +44,7 @@ import pulp
 
 from optplan.core.deadline import Deadline
 from optplan.core.errors import OptplanError, Refused
+from optplan.core.load import overlapping_pairs
 from optplan.core.objective import Objective
 from optplan.core.plan import Placement
 from optplan.core.problem import Problem
@@ -177,15 +178,9 @@ class NoTime(Exception):
     """The model could not be built before the deadline."""
 
 
-def overlapping_pairs(units: Sequence) -> int:
-    """Pairs of units alive at a common time: the MIP's disjunctions, counted in O(n log n)
-    without listing them (tens of millions on idealloc/S_1)."""
-    if not units:
-        return 0
-    starts = np.array([u.start for u in units], np.int64)
-    ends = np.array([u.end for u in units], np.int64)
-    alive = np.searchsorted(np.sort(starts), ends, "left") - np.searchsorted(np.sort(ends), starts, "right")
-    return int((alive.sum() - len(units)) // 2)
+def unit_pairs(units: Sequence) -> int:
+    """Pairs of units alive at a common time: the MIP's disjunctions (tens of millions on idealloc/S_1)."""
+    return overlapping_pairs(np.array([u.start for u in units], np.int64), np.array([u.end for u in units], np.int64))
 
 
 def available_memory() -> int | None:
@@ -202,7 +197,7 @@ def available_memory() -> int | None:
 
 def check_size(problem: Problem, name: str) -> int:
     """Refuse, with one line, a MIP that would not fit in memory; returns its pair count."""
-    pairs = overlapping_pairs(problem.units)
+    pairs = unit_pairs(problem.units)
     need, have = pairs * BYTES_PER_PAIR, available_memory()
     if have is not None and need > have:
         raise Refused(f"planner {name!r}: the MIP would have about {pairs:,} disjunctive pairs and need about "

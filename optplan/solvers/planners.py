@@ -34,8 +34,8 @@ from optplan.solvers.milp import (
     build_model,
     check_size,
     decode,
-    overlapping_pairs,
     read_choices,
+    unit_pairs,
     warm_start,
 )
 from optplan.solvers.milp_runners import MilpSettings, Values
@@ -150,7 +150,7 @@ def solve_part_milp(part: Part, deadline: Deadline, settings: MilpSettings, obje
         if all(peak[m] <= max(part.lower[m], floor.get(m, 0)) for m in part.memories) and not _trades_benefit(objective, part):
             # the heuristic plan meets the lower bound: nothing to prove
             return Result(part.placements(start), proven_optimal=objective.optimizes, stats=stats)
-    pairs = overlapping_pairs(part.scaled)
+    pairs = unit_pairs(part.scaled)
     if deadline.limited and pairs * BUILD_SECONDS_PER_PAIR > deadline.left():
         return _not_built(part, start, f"about {pairs * BUILD_SECONDS_PER_PAIR:.0f} s", deadline, stats)
     try:
