@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import random
 import re
 import signal
 import statistics
@@ -29,6 +28,10 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from optplan.core.problem import Problem
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
@@ -186,15 +189,13 @@ def _last_line(text: str) -> str:
     return lines[-1][-200:].replace("|", "/") if lines else "(no message)"
 
 
-def write_csv(problem: object, path: Path) -> Path:
-    """A single-memory scalar problem as MiniMalloc's CSV (``id,lower,upper,size``), its rows in an
-    order drawn from the file's name (the same on every run): the generators make buffers in their
-    construction order, which on a guillotine cut is a perfect packing's first-fit order, and a tool
-    that tries the input's order packs it at once (SuperMalloc proved guillotine-982 and -989 in
-    0.03 s as generated, and ended at 1.151 and 1.264 after 20 s with their rows shuffled)."""
-    rows = [f"{b.id},{b.start},{b.end},{b.size}\n" for b in problem.buffers]  # type: ignore[attr-defined]
-    random.Random(path.stem).shuffle(rows)
-    path.write_text("id,lower,upper,size\n" + "".join(rows))
+def write_csv(problem: Problem, path: Path) -> Path:
+    """A single-memory scalar problem as MiniMalloc's CSV at ``path``, its rows in an order drawn
+    from the file's name (``gen_instances.fair_csv``: the same as the generator's command line
+    writes for an instance of that name)."""
+    from gen_instances import fair_csv
+
+    path.write_text(fair_csv(problem, path.stem))
     return path
 
 

@@ -783,6 +783,31 @@ def test_small_generated_instances_are_packed_at_their_known_optimum(family: str
         assert validate(problem, plan.placements) == []
 
 
+def test_generated_files_hide_the_construction_order(tmp_path: Path) -> None:
+    """The generator's command line and the benchmarks' files (``e2e.write_csv``) write a cut's rows
+    in one order drawn from its name, not in construction order (a perfect packing's first-fit order
+    on a guillotine cut, which a peer trying the input's order packs at once): the same buffers,
+    the same text on every run and from both writers."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
+    import e2e
+    from gen_instances import instance, main
+
+    from optplan.formats import read_problem
+
+    problem = instance("guillotine", 3)
+    out = tmp_path / "cli.csv"
+    assert main(["guillotine", "3", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert main(["guillotine", "3", "-o", str(out)]) == 0 and out.read_text() == text
+    assert e2e.write_csv(problem, tmp_path / "guillotine-3.csv").read_text() == text
+    read = read_problem(out)
+    assert sorted((b.id, b.start, b.end, b.size) for b in read.buffers) == sorted(
+        (b.id, b.start, b.end, b.size) for b in problem.buffers)
+    assert [b.id for b in read.buffers] != [b.id for b in problem.buffers]
+    assert main(["guillotine", "3", "--construction-order", "-o", str(out)]) == 0
+    assert [b.id for b in read_problem(out).buffers] == [b.id for b in problem.buffers]
+
+
 def test_every_ordering_runs_without_the_forced_rule_too(shared: Path) -> None:  # (perturbs ../shared's A-E)
     """A perturbed A-E instance (experiments/gen_instances.py) that MiniMalloc packs at once: every
     ordering with the forced-section rule ran 250k+ nodes without a plan, where the orderings without
