@@ -783,6 +783,31 @@ def test_small_generated_instances_are_packed_at_their_known_optimum(family: str
         assert validate(problem, plan.placements) == []
 
 
+def test_the_capacity_decision_goes_on_after_the_bound_is_refuted(monkeypatch) -> None:
+    """Feasibility above the load bound decides the bound and the capacity in turns; when the bound
+    is refuted, the capacity's own decision continues where its turns stopped (the same schedule),
+    instead of searching their nodes again. Scripted outcomes: bound open, capacity open, bound
+    refuted, then a plan at the capacity."""
+    problem = generated("guillotine", 1, 12, 16)
+    inst = build(problem, "mem", list(problem.units), DEFAULTS.max_overlap_pairs)
+    cap, floor = 20, 16  # scaled (1 KiB)
+    script = [(floor, kernel.LIMIT), (cap, kernel.LIMIT), (floor, kernel.INFEASIBLE), (cap, kernel.FOUND)]
+    schedules: list[tuple[int, object]] = []
+
+    def scripted(ords, n, target, clock, workers, exact, schedule, params):
+        want, status = script.pop(0)
+        assert target == want
+        schedules.append((target, schedule))
+        return engine.Decision(status, np.zeros(n, np.int64) if status == kernel.FOUND else None, engine.Stats())
+
+    monkeypatch.setattr(engine, "decide_parallel", scripted)
+    ans = engine.solve(inst, cap * inst.scale, floor * inst.scale, Objective.parse("feasible", problem),
+                       Deadline(10.0), params=DEFAULTS)
+    assert ans.offsets is not None and not script
+    at_cap = [sch for target, sch in schedules if target == cap]
+    assert at_cap[0] is not None and at_cap[1] is at_cap[0]
+
+
 def test_generated_files_hide_the_construction_order(tmp_path: Path) -> None:
     """The generator's command line and the benchmarks' files (``e2e.write_csv``) write a cut's rows
     in one order drawn from its name, not in construction order (a perfect packing's first-fit order

@@ -577,11 +577,12 @@ class _Minimization:
 
     def at_capacity(self) -> Answer | None:
         """A plan under the capacity first (half the time when minimizing): upward steps alone may
-        not reach it in time."""
+        not reach it in time. The decision goes on where ``floor_probe``'s turns at the capacity
+        stopped, when a refuted bound ended them: their nodes are not searched again."""
         if self.best is not None or self.cap is None:
             return None
         whole = not self.optimizes or self.lb >= self.cap
-        out = self.decide(self.cap, self.clock if whole else self.clock.part(0.5 * self.clock.left()))
+        out = self.decide(self.cap, self.clock if whole else self.clock.part(0.5 * self.clock.left()), resume=True)
         if out.status == kernels.INFEASIBLE:
             self.refuted(self.cap)
             return self.answer(False, infeasible=self.inst.exact)
