@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from ortools.sat.python import cp_model
 
+from optplan.core.cp_sat import cp_model
 from optplan.core.deadline import Deadline
 from optplan.graph.loads import Relations
 from optplan.graph.model import Graph

@@ -82,11 +82,12 @@ class PortfolioParams:
     reduce_one_part_seconds_per_unit: float = 5e-6
     # split on the arrays (``parts.columns_only``; 1M in 48 parts: 5.5 CPU s at load 5)
     reduce_columns_seconds_per_unit: float = 1e-5
-    # CPU seconds to import the exact solvers (OR-Tools' CP-SAT: 0.5 s alone, 1.5 s at load 4), which
-    # nothing interrupts: the exact stage starts only while the time left covers twice that at the
-    # present load, else the best heuristic plan is the answer (1000 buffers, 3 s, load 4, no kernels:
-    # the import was under way when the CLI's watchdog ended the process, and the plan was lost)
-    solvers_import_seconds: float = 0.55
+    # CPU seconds to import the exact solvers (OR-Tools' CP-SAT and PuLP after numpy: 0.28-0.39 s idle
+    # since pandas is left out, ``optplan.core.cp_sat``; 0.66-0.98 s with it), which nothing
+    # interrupts: the exact stage starts only while the time left covers twice that at the present
+    # load, else the best heuristic plan is the answer (1000 buffers, 3 s, load 4, no kernels: the
+    # import was under way when the CLI's watchdog ended the process, and the plan was lost)
+    solvers_import_seconds: float = 0.4
     # problems of up to this many units get the first look (``quick``); 0: none
     quick_units: int = 256
     # CPU seconds the first look may take: it stops before the next heuristic beyond this (the full

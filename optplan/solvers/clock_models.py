@@ -15,9 +15,8 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ortools.sat.python import cp_model
-
 from optplan.core.clocks import clock_graph
+from optplan.core.cp_sat import cp_model
 from optplan.core.deadline import Deadline
 from optplan.core.objective import Objective
 from optplan.core.plan import Placement

@@ -28,8 +28,8 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from ortools.sat.python import cp_model
 
+from optplan.core.cp_sat import cp_model
 from optplan.core.deadline import Deadline
 from optplan.core.objective import Objective
 from optplan.core.units import Unit

@@ -39,7 +39,10 @@ from typing import Any
 # imports highspy when it is imported. Loading OR-Tools first makes that import fail quietly
 # inside PuLP (its HiGHS API is then unavailable); HiGHS runs in a child process instead.
 import numpy as np
-import ortools.sat.python.cp_model  # noqa: F401  (must precede ``import pulp``)
+
+import optplan.core.cp_sat  # noqa: F401  (OR-Tools, without pandas: must precede ``import pulp``)
+
+# isort: split
 import pulp
 
 from optplan.core.deadline import Deadline

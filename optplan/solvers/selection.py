@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 from ortools.linear_solver import pywraplp
-from ortools.sat.python import cp_model
 
+from optplan.core.cp_sat import cp_model
 from optplan.core.deadline import Deadline
 from optplan.core.objective import Objective, fastest_fit
 from optplan.core.problem import Problem
