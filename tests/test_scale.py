@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -14,6 +16,7 @@ from optplan.core.columns import Columns
 from optplan.core.compiled import any_overlap as _any_overlap
 from optplan.core.errors import ProblemError
 from optplan.core.load import overlapping_pairs
+from optplan.core.placement import Layout
 from optplan.core.plan import Placement, peaks
 from optplan.core.problem import Problem
 from optplan.core.validate import _plain_valid, validate
@@ -147,6 +150,10 @@ def test_plain_columns_take_the_fast_paths_to_the_same_answers(rows, capacity, a
     plan = {i: Placement("m", o - o % 4) for i, o in zip(ids, offs)}
     assert peaks(fast, plan) == peaks(slow, plan)
     assert _plain_valid(fast, plan) == (validate(slow, plan) == [])
+    layout = Layout(ids, ("m",), np.zeros(len(ids), np.int64), np.array([plan[i].offset for i in ids], np.int64))
+    written = minimalloc_csv.plan_to_csv(slow, SimpleNamespace(placements=plan))  # (the csv module's writer)
+    assert minimalloc_csv.plan_to_csv(fast, SimpleNamespace(placements=plan)) == written
+    assert minimalloc_csv.plan_to_csv(fast, SimpleNamespace(placements=layout)) == written
     assert "_units" not in fast.__dict__  # none of that made them
     assert fast.units == slow.units and fast.units is fast.units and a.index == {id(u): i for i, u in enumerate(fast.units)}
 
